@@ -1,0 +1,47 @@
+"""Shared fixtures. Tests that need the real data use ``data_root``: it skips with a reason on a fresh clone
+without ``../shared/data`` and fails instead when ``XEVAL_REQUIRE_DATA=1`` (as CI sets it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Two cores and many tests: keep torch from oversubscribing them, and make CPU runs deterministic.
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def find_data_root() -> Path | None:
+    env = os.environ.get("XEVAL_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared" / "data")
+    for path in candidates:
+        if (path / "README.md").is_file() or (path / "tatoeba").is_dir():
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    root = find_data_root()
+    if root is None:
+        message = "real data not found: set XEVAL_DATA or place the shared data at ../shared/data"
+        if os.environ.get("XEVAL_REQUIRE_DATA") == "1":
+            pytest.fail(message + " (XEVAL_REQUIRE_DATA=1)")
+        pytest.skip(message)
+    return root
+
+
+def require_file(root: Path, relative: str) -> Path:
+    """A data file a test needs: skip (or fail under XEVAL_REQUIRE_DATA=1) when it is missing."""
+    path = root / relative
+    if not path.exists():
+        message = f"missing data file {path}"
+        if os.environ.get("XEVAL_REQUIRE_DATA") == "1":
+            pytest.fail(message + " (XEVAL_REQUIRE_DATA=1)")
+        pytest.skip(message)
+    return path

@@ -1,0 +1,5 @@
+import sys
+
+from xeval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,155 @@
+"""Result records and the on-disk store.
+
+One record per unit = (model, task, language, split, seed, layer). A record is a JSON file:
+
+    {
+      "schema": "xeval.result/1",
+      "unit":   {"model": "tiny-bert@3f2a9c1d0b7e", "task": "udpos", "lang": "de", "split": "test",
+                 "seed": 1, "layer": null, "setting": "zero-shot"},
+      "metrics": {"f1": 71.3, "token_accuracy": 84.0},          # percentages, as XTREME reports them
+      "n_examples": 977,
+      "model":  {"id": "ckpt/tiny", "kind": "hf" | "engine", "hash": "<sha256 of weights>", "revision": null},
+      "data":   {"layout": "shared" | "xtreme" | "hub", "root": "...", "files": [...], "revision": "...",
+                 "subsample": {"n": 500, "seed": 0} | null},
+      "card":   {"name": "udpos", "hash": "<sha256 of the task card>"},
+      "config": {...},                                          # recipe and options that decide the number
+      "provenance": {"versions": {...}, "git_commit": "...", "timestamp": "...", "duration_s": 12.3},
+      "extra":  {...}                                           # anything task-specific (e.g. per-direction details)
+    }
+
+Fields in ``unit`` name the unit; everything else describes it. ``layer`` is None for fine-tuning tasks and
+``hidden_states[k]``'s k for probes. The store lays records out as
+``<out>/<model>/<task>/<lang>.<split>.s<seed>[.L<layer>].json`` and writes each atomically, so an interrupted
+run leaves only whole records and a rerun skips what is already there (resume) unless ``overwrite``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from xeval import provenance
+from xeval.atomic import write_json
+from xeval.errors import DataError
+
+SCHEMA = "xeval.result/1"
+
+
+@dataclass(frozen=True)
+class Unit:
+    model: str  # a stable model key: "<name>@<first 12 hex of the content hash>"
+    task: str
+    lang: str
+    split: str
+    seed: int = 0
+    layer: int | None = None
+    setting: str = "zero-shot"
+
+    def filename(self) -> str:
+        layer = "" if self.layer is None else f".L{self.layer}"
+        setting = "" if self.setting == "zero-shot" else f".{_slug(self.setting)}"
+        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}.json"
+
+
+@dataclass
+class Record:
+    unit: Unit
+    metrics: dict[str, float]
+    n_examples: int
+    model: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    card: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        body = asdict(self)
+        return {"schema": SCHEMA, **body}
+
+    @classmethod
+    def from_json(cls, obj: dict, path: str | Path = "<record>") -> Record:
+        if obj.get("schema") != SCHEMA:
+            raise DataError(path, None, f"expected a result record with schema {SCHEMA!r}, found {obj.get('schema')!r}")
+        try:
+            unit = Unit(**obj["unit"])
+            return cls(
+                unit=unit,
+                metrics={k: float(v) for k, v in obj["metrics"].items()},
+                n_examples=int(obj["n_examples"]),
+                model=obj.get("model", {}),
+                data=obj.get("data", {}),
+                card=obj.get("card", {}),
+                config=obj.get("config", {}),
+                provenance=obj.get("provenance", {}),
+                extra=obj.get("extra", {}),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(path, None, f"expected a complete result record, found a bad field ({err})") from None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_") or "_"
+
+
+def stamp(duration_s: float | None = None) -> dict:
+    """The provenance block every record carries."""
+    out = {"versions": provenance.versions(), "git_commit": provenance.git_commit(), "timestamp": provenance.timestamp()}
+    if duration_s is not None:
+        out["duration_s"] = round(duration_s, 3)
+    return out
+
+
+class Store:
+    """Result records under one folder (``--out``, default ``runs/``)."""
+
+    def __init__(self, root: str | Path = "runs", overwrite: bool = False):
+        self.root = Path(root)
+        self.overwrite = overwrite
+
+    def path(self, unit: Unit) -> Path:
+        return self.root / _slug(unit.model) / _slug(unit.task) / unit.filename()
+
+    def has(self, unit: Unit) -> bool:
+        """True when the unit is stored and should be skipped (always False under ``overwrite``)."""
+        return not self.overwrite and self.path(unit).is_file()
+
+    def get(self, unit: Unit) -> Record | None:
+        path = self.path(unit)
+        return self._load(path) if path.is_file() else None
+
+    def put(self, record: Record) -> Path:
+        path = self.path(record.unit)
+        write_json(path, record.to_json())
+        return path
+
+    def records(self, **where) -> Iterator[Record]:
+        """All stored records, optionally filtered on unit fields, e.g. ``records(task="udpos", seed=1)``."""
+        for path in sorted(self.root.glob("*/*/*.json")):
+            record = self._load(path)
+            if all(getattr(record.unit, k) == v for k, v in where.items()):
+                yield record
+
+    @staticmethod
+    def _load(path: Path) -> Record:
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(path, err.lineno, f"expected a JSON result record, found invalid JSON ({err.msg})") from None
+        return Record.from_json(obj, path)
+
+
+def load_records(paths) -> list[Record]:
+    """Records from run folders and/or single record files (what ``report`` and ``compare`` take)."""
+    out: list[Record] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            out.extend(Store(path).records())
+        elif path.is_file():
+            out.append(Store._load(path))
+        else:
+            raise DataError(path, None, "expected a run folder or a result record, found nothing there")
+    return out
