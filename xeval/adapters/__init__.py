@@ -1,0 +1,50 @@
+"""Task types: one module per family, chosen by a task card's ``type``.
+
+Every adapter module exposes
+
+    run(card, langs, ctx) -> list[Record]
+
+which evaluates ``card`` on ``langs`` for every seed in ``ctx.seeds`` (and every layer in ``ctx.layers`` for
+probes), skips units that ``ctx.store.has(unit)`` already holds (resume), puts each record into ``ctx.store`` as
+soon as it is computed, and returns the records it produced or found.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xeval.errors import ConfigError
+
+TASK_TYPES = {
+    "tagging": "xeval.adapters.tagging",  # UD-POS, PAN-X
+    "pair_classification": "xeval.adapters.classification",  # XNLI, PAWS-X
+    "qa": "xeval.adapters.qa",  # XQuAD, MLQA, TyDiQA-GoldP
+    "retrieval": "xeval.adapters.retrieval",  # Tatoeba
+    "bitext_mining": "xeval.adapters.mining",  # BUCC 2018
+    "alignment": "xeval.adapters.alignment",  # word alignment by OT, scored by AER
+    "lexicon": "xeval.adapters.lexicon",  # bilingual lexicon induction (MUSE)
+}
+
+
+@dataclass
+class RunContext:
+    """Everything an adapter needs besides the card and languages."""
+
+    encoder: Any  # xeval.encoders.Encoder (loaded once per run)
+    data: Any  # xeval.data.sources.DataRoot
+    store: Any  # xeval.results.Store
+    seeds: list[int] = field(default_factory=lambda: [1])
+    layers: list[int] | None = None  # probes: hidden_states indices; None = the card's default layer
+    export_dir: Path | None = None  # write predictions in XTREME's submission layout here
+    options: dict = field(default_factory=dict)  # task-specific overrides from the CLI (recorded in config)
+
+
+def get_adapter(task_type: str):
+    try:
+        module_name = TASK_TYPES[task_type]
+    except KeyError:
+        raise ConfigError(f"unknown task type {task_type!r}; expected one of {', '.join(TASK_TYPES)}") from None
+    return importlib.import_module(module_name)
