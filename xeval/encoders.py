@@ -1,0 +1,261 @@
+"""One Encoder interface over Hugging Face models (hub id or local directory) and xeval engine checkpoints.
+
+The encoder owns the tokenizer and the backbone (``AutoModel``: no task head). It gives
+
+- identity: ``key`` ("<name>@<12 hex of the weights' sha256>") and ``identity()`` for result records;
+- tokenisation with word↔subword maps (``tokenize_words``), from the fast tokenizer;
+- one forward pass returning every hidden state (``forward``), and pooled sentence vectors of every layer at once
+  (``sentence_embeddings``): a layer sweep costs one forward pass, not one per layer.
+
+Layers follow Hugging Face's convention: ``hidden_states[0]`` is the embedding output, ``hidden_states[k]`` the
+output of transformer layer k.
+
+Weights are loaded from safetensors only (``use_safetensors=True``): a ``pytorch_model.bin`` is never unpickled.
+Remote code runs only when the user asks for it (``trust_remote_code``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from xeval.errors import UserError
+from xeval.provenance import hash_files, hash_json
+
+
+@dataclass
+class WordBatch:
+    """A tokenised batch of pre-split sentences.
+
+    input_ids, attention_mask: [B, T]; word_ids[b][t] = index of the word that subword t belongs to, or None for
+    special tokens and padding.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    word_ids: list[list[int | None]]
+
+    def to(self, device) -> WordBatch:
+        return WordBatch(self.input_ids.to(device), self.attention_mask.to(device), self.word_ids)
+
+
+def _import_engine() -> None:
+    """Register xeval's own architecture with transformers' Auto classes (if the engine is installed)."""
+    try:
+        import xeval.engine  # noqa: F401
+    except ImportError:
+        pass
+
+
+class Encoder:
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        max_length: int | None = None,
+    ):
+        from transformers import AutoModel, AutoTokenizer
+
+        _import_engine()
+        self.spec = str(model)
+        self.revision = revision
+        self.device = torch.device(device)
+        local = Path(self.spec).expanduser()
+        self.is_local = local.exists()
+        if self.is_local and not (local / "config.json").is_file():
+            raise UserError(f"{local}: expected a model directory with config.json, found none")
+        source = str(local) if self.is_local else self.spec
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                source, revision=revision, trust_remote_code=trust_remote_code, use_fast=True
+            )
+            self.model = AutoModel.from_pretrained(
+                source,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+                use_safetensors=True,
+                dtype=dtype,
+            )
+        except (OSError, ValueError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise UserError(f"{self.spec}: cannot load model and tokenizer ({first})") from None
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise UserError(f"{self.spec}: xeval needs a fast tokenizer (word↔subword maps); none found")
+        self.model.to(self.device).eval()
+        self.kind = "engine" if getattr(self.model.config, "model_type", "").startswith("xeval") else "hf"
+        self.num_layers = int(self.model.config.num_hidden_layers)
+        self.hidden_size = int(self.model.config.hidden_size)
+        self.max_length = max_length or self._default_max_length()
+        self._hash: str | None = None
+
+    # ------------------------------------------------------------------ identity
+
+    def _default_max_length(self) -> int:
+        limits = [int(self.tokenizer.model_max_length)] if self.tokenizer.model_max_length < 1e6 else []
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if positions:
+            # RoBERTa-style models reserve padding_idx + 1 positions.
+            offset = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "xlm-roberta"} else 0
+            limits.append(int(positions) - offset)
+        return min(limits) if limits else 512
+
+    @property
+    def weights_hash(self) -> str:
+        """sha256 of the weight files (or of the state dict when no files are at hand)."""
+        if self._hash is None:
+            files = self._weight_files()
+            if files:
+                self._hash = hash_files(files)
+            else:
+                self._hash = hash_json({k: v.float().sum().item() for k, v in self.model.state_dict().items()})
+        return self._hash
+
+    def _weight_files(self) -> list[Path]:
+        if self.is_local:
+            folder = Path(self.spec).expanduser()
+        else:
+            commit = getattr(self.model.config, "_commit_hash", None)
+            folder = None
+            if commit:
+                from huggingface_hub import snapshot_download
+
+                try:
+                    folder = Path(snapshot_download(self.spec, revision=commit, local_files_only=True))
+                except Exception:  # noqa: BLE001 - an unreachable cache only costs us the file hash
+                    folder = None
+            if folder is None:
+                return []
+        return sorted(folder.glob("*.safetensors")) + sorted(folder.glob("config.json"))
+
+    @property
+    def name(self) -> str:
+        return Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__")
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.weights_hash[:12]}"
+
+    def identity(self) -> dict:
+        return {
+            "id": self.spec,
+            "kind": self.kind,
+            "hash": self.weights_hash,
+            "revision": self.revision or getattr(self.model.config, "_commit_hash", None),
+            "model_type": getattr(self.model.config, "model_type", None),
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+        }
+
+    # ------------------------------------------------------------------ tokenisation
+
+    def tokenize_words(self, sentences: list[list[str]], max_length: int | None = None) -> WordBatch:
+        """Tokenise pre-split sentences, keeping the subword→word map. Truncates at ``max_length``: callers that
+        must not lose words (tagging) split long sentences first (see ``xeval.adapters.tagging``)."""
+        enc = self.tokenizer(
+            sentences,
+            is_split_into_words=True,
+            truncation=True,
+            max_length=max_length or self.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        word_ids = [enc.word_ids(i) for i in range(len(sentences))]
+        return WordBatch(enc["input_ids"], enc["attention_mask"], word_ids)
+
+    def tokenize_texts(self, texts: list[str], max_length: int | None = None) -> dict[str, torch.Tensor]:
+        return self.tokenizer(
+            texts, truncation=True, max_length=max_length or self.max_length, padding=True, return_tensors="pt"
+        )
+
+    # ------------------------------------------------------------------ forward
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """All hidden states: a tuple of num_layers + 1 tensors [B, T, H]."""
+        out = self.model(
+            input_ids=input_ids.to(self.device),
+            attention_mask=attention_mask.to(self.device),
+            output_hidden_states=True,
+            return_dict=True,
+        )
+        return tuple(out.hidden_states)
+
+    @torch.inference_mode()
+    def sentence_embeddings(
+        self,
+        texts: list[str],
+        layers: list[int] | None = None,
+        pooling: str = "mean",
+        include_special: bool = True,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """Pooled sentence vectors of several layers from ONE forward pass per batch.
+
+        Returns float32 [len(layers), N, H] in the order of ``texts`` (batches are length-sorted internally).
+        pooling: "mean" (XTREME's Tatoeba/BUCC choice) or "cls". include_special: mean over all tokens including
+        <s>/</s> (XTREME) or over word tokens only.
+        """
+        if pooling not in {"mean", "cls"}:
+            raise UserError(f"unknown pooling {pooling!r}; expected 'mean' or 'cls'")
+        layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
+        for layer in layers:
+            if not 0 <= layer <= self.num_layers:
+                raise UserError(f"layer {layer} out of range: {self.spec} has layers 0..{self.num_layers}")
+        out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        if progress:
+            from tqdm import tqdm
+
+            batches = tqdm(batches, desc="encode", unit="batch", leave=False)
+        for idx in batches:
+            enc = self.tokenizer(
+                [texts[i] for i in idx],
+                truncation=True,
+                max_length=max_length or self.max_length,
+                padding=True,
+                return_tensors="pt",
+                return_special_tokens_mask=True,
+            )
+            states = self.forward(enc["input_ids"], enc["attention_mask"])
+            mask = enc["attention_mask"].to(self.device).float()  # [B, T]
+            if not include_special:
+                mask = mask * (1 - enc["special_tokens_mask"].to(self.device).float())
+            for row, layer in enumerate(layers):
+                h = states[layer].float()  # [B, T, H]
+                if pooling == "cls":
+                    pooled = h[:, 0]
+                else:
+                    pooled = (h * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+                out[row, idx] = pooled.cpu().numpy()
+        return out
+
+    @torch.inference_mode()
+    def word_piece_states(
+        self, sentences: list[list[str]], layers: list[int] | None = None, batch_size: int = 32
+    ) -> list[tuple[np.ndarray, list[int]]]:
+        """Subword representations of pre-split sentences, for word alignment.
+
+        For each sentence: (states float32 [len(layers), n_subwords, H] without special tokens or padding,
+        word index of each of those subwords).
+        """
+        layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
+        results: list[tuple[np.ndarray, list[int]] | None] = [None] * len(sentences)
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            batch = self.tokenize_words([sentences[i] for i in idx])
+            states = self.forward(batch.input_ids, batch.attention_mask)
+            stacked = torch.stack([states[k] for k in layers]).float().cpu().numpy()  # [L, B, T, H]
+            for b, i in enumerate(idx):
+                positions = [t for t, w in enumerate(batch.word_ids[b]) if w is not None]
+                results[i] = (stacked[:, b, positions], [batch.word_ids[b][t] for t in positions])
+        return results  # type: ignore[return-value]
