@@ -249,9 +249,11 @@ def data_identity(card, lang: str, split: str, root: DataRoot, seed: int = 0) ->
     files = [file_identity(p) for p in src.files]
     for item in files:
         item["path"] = os.path.relpath(item["path"], root.path)
+    options = {k: v for k, v in src.options.items() if k != "note"}
+    if "exclude_contexts_from" in options:
+        options["exclude_contexts_from"] = os.path.relpath(options["exclude_contexts_from"], root.path)
     return {"layout": root.layout, "root": str(root.path), "files": files, "format": src.format,
-            "options": src.options and {k: v for k, v in src.options.items() if k != "note"},
-            "revision": None, "subsample": subsample}
+            "options": options, "revision": None, "subsample": subsample}
 
 
 # ---------------------------------------------------------------------------------------------------- loaders
