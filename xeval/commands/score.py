@@ -1,0 +1,56 @@
+"""``xeval score``: score an XTREME submission folder against a label folder, as XTREME's official scorer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+NAME = "score"
+HELP = (
+    "score predictions in XTREME's submission layout (<task>/test-<lang>.tsv|json) like XTREME's evaluate.py"
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--predictions", required=True, type=Path, help="folder with <task>/test-<lang>.tsv|json"
+    )
+    parser.add_argument("--labels", required=True, type=Path, help="gold labels in the same layout")
+    parser.add_argument(
+        "--benchmark",
+        choices=("xtreme", "xtreme-r"),
+        default="xtreme",
+        help="task and language lists and groups (default xtreme)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="write the scorer's JSON here ('-' prints it to stdout instead of the table)",
+    )
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="score only the languages that have a label file; such tasks are left out of the "
+        "group and overall scores",
+    )
+
+
+def run(args) -> int:
+    from xeval.atomic import write_json
+    from xeval.scoring import format_report, score_submission
+
+    report = score_submission(args.predictions, args.labels, args.benchmark, partial=args.partial)
+    for line in report.warnings:
+        print(f"xeval score: warning: {line}", file=sys.stderr)
+    for task, langs in report.skipped.items():
+        print(f"xeval score: note: {task}: no labels for {', '.join(langs)} (skipped)", file=sys.stderr)
+    if args.output is not None and str(args.output) == "-":
+        print(json.dumps(report.result, indent=2, ensure_ascii=False))
+        return 0
+    print(format_report(report))
+    if args.output is not None:
+        write_json(args.output, report.result)
+        print(f"wrote {args.output}")
+    return 0
