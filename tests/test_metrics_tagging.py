@@ -3,12 +3,12 @@ seqeval library on real UD-POS / PAN-X sentences with perturbed predictions."""
 
 import random
 import warnings
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import require_file
 from xeval.metrics import accuracy, bucc_scores, chunk_scores, get_chunks, map_at_k, token_accuracy
+from xeval.scoring import read_tags
 
 
 def test_pos_runs_of_equal_tags_form_one_chunk():
@@ -67,21 +67,6 @@ def test_length_mismatch_is_an_error():
         chunk_scores([["B-PER", "O"]], [["B-PER"]])
 
 
-def _read_tagged(path: Path, limit: int) -> list[list[str]]:
-    sentences, current = [], []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            current.append(line.split("\t")[-1].strip())
-        elif current:
-            sentences.append(current)
-            current = []
-            if len(sentences) == limit:
-                break
-    if current and len(sentences) < limit:
-        sentences.append(current)
-    return sentences
-
-
 def _perturb(sentences: list[list[str]], tagset: list[str], rate: float, seed: int) -> list[list[str]]:
     rng = random.Random(seed)
     return [[rng.choice(tagset) if rng.random() < rate else t for t in s] for s in sentences]
@@ -93,7 +78,7 @@ def _perturb(sentences: list[list[str]], tagset: list[str], rate: float, seed: i
 )
 def test_equal_to_seqeval_library_on_real_sentences(data_root, relative):
     seqeval_metrics = pytest.importorskip("seqeval.metrics")
-    gold = _read_tagged(require_file(data_root, relative), limit=100)
+    gold = [tags for _, tags in read_tags(require_file(data_root, relative))][:100]
     tagset = sorted({t for s in gold for t in s})
     for seed, rate in [(0, 0.05), (1, 0.3)]:
         pred = _perturb(gold, tagset, rate, seed)

@@ -18,7 +18,7 @@ from xeval.cli import main
 from xeval.data.tatoeba import TATOEBA_XTREME
 from xeval.errors import DataError, UserError
 from xeval.metrics.xtreme import XTREME
-from xeval.scoring import score_submission
+from xeval.scoring import read_tags, score_submission
 
 N_SENTENCES = 40  # tagging sentences per language
 N_LINES = 200  # classification / tatoeba lines per language
@@ -26,16 +26,8 @@ N_QUESTIONS = 60  # QA questions per language
 
 
 def _tag_sentences(path: Path) -> list[list[str]]:
-    sentences, current = [], []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            current.append(line.split("\t")[-1].strip())
-        elif current:
-            sentences.append(current)
-            current = []
-            if len(sentences) == N_SENTENCES:
-                return sentences
-    return sentences + ([current] if current else [])
+    """The first N_SENTENCES sentences' tags (``token<TAB>tag`` or tag-only lines)."""
+    return [tags for _, tags in read_tags(path)][:N_SENTENCES]
 
 
 def _write_tags(path: Path, sentences: list[list[str]]) -> None:
