@@ -1,0 +1,129 @@
+"""Tables from hand-made records: averages, seeds as mean ± std, gap arithmetic, empty summary cells, layers."""
+
+import math
+
+import pytest
+
+from tests.report_records import A, B, probe_records, rec, transfer_records
+from xeval.errors import UserError
+from xeval.report.tables import (
+    Results,
+    build,
+    gap_table,
+    language_tables,
+    layer_tables,
+    summary_table,
+    xtreme_score,
+)
+
+
+@pytest.fixture(scope="module")
+def results():
+    records = (transfer_records(A, seeds=(1, 2, 3)) + transfer_records(B, offset=1.0, skip=("tydiqa",))
+               + probe_records(A, best_layer=2) + probe_records(B, best_layer=1))
+    return Results(records)
+
+
+def _table(tables, key):
+    return next(t for t in tables if t.key == key)
+
+
+def test_language_table_mean_std_and_average(results):
+    pos = _table(language_tables(results), "languages:udpos")
+    assert list(pos.mean.columns) == ["en", "de", "zh", "avg"]  # English first
+    assert pos.mean.loc[("alpha", "f1"), "de"] == pytest.approx(80.0)
+    assert pos.std.loc[("alpha", "f1"), "de"] == pytest.approx(1.0)  # seeds 79, 80, 81: sample std
+    assert pos.mean.loc[("alpha", "f1"), "avg"] == pytest.approx(80.0)  # (90 + 80 + 70) / 3
+    assert pos.std.loc[("alpha", "f1"), "avg"] == pytest.approx(1.0)  # std of the per-seed averages
+    assert math.isnan(pos.std.loc[("beta", "f1"), "de"])  # one seed: no std
+    assert pos.mean.index.get_level_values("metric")[0] == "f1"  # headline metric first
+    assert pos.best_mask().loc[("beta", "f1"), "en"]  # beta is one point better
+
+
+def test_average_left_empty_when_a_row_misses_languages():
+    records = [rec(A, "xnli", lang, {"accuracy": 70.0}) for lang in ("en", "de")]
+    records.append(rec(B, "xnli", "en", {"accuracy": 80.0}))
+    [table] = language_tables(Results(records))
+    assert table.mean.loc[("alpha", "accuracy"), "avg"] == pytest.approx(70.0)
+    assert math.isnan(table.mean.loc[("beta", "accuracy"), "avg"])
+
+
+def test_summary_layout_average_and_empty_cells(results):
+    table = summary_table(results)
+    assert list(table.mean.columns) == ["POS F1", "NER F1", "XQuAD F1", "XQuAD EM", "MLQA F1", "MLQA EM",
+                                        "TyDiQA F1", "TyDiQA EM", "XNLI Acc", "PAWS-X Acc", "Avg"]
+    alpha = table.mean.loc["alpha"]
+    assert alpha["POS F1"] == pytest.approx(80.0)
+    # XTREME score: tasks unweighted, QA as (F1 + EM) / 2: (80 + 70 + 55 + 45 + 35 + 75 + 85) / 7
+    assert alpha["Avg"] == pytest.approx(445 / 7)
+    beta = table.mean.loc["beta"]
+    assert math.isnan(beta["TyDiQA F1"]) and math.isnan(beta["TyDiQA EM"])
+    assert math.isnan(beta["Avg"])  # no average over whatever happened to run
+
+
+def test_xtreme_score_needs_every_task():
+    full = {"udpos": 1, "panx": 2, "xnli": 3, "pawsx": 4, "xquad.f1": 6, "xquad.em": 4, "mlqa.f1": 5,
+            "mlqa.em": 5, "tydiqa.f1": 3, "tydiqa.em": 1}
+    assert xtreme_score(full) == pytest.approx((1 + 2 + 3 + 4 + 5 + 5 + 2) / 7)
+    assert xtreme_score({k: v for k, v in full.items() if k != "mlqa.em"}) is None
+
+
+def test_gap_arithmetic(results):
+    table = gap_table(results)
+    # en = base, de = base - 10, zh = base - 20 -> gap = base - (base - 15) = 15 for every task and model
+    assert table.mean.loc["alpha", "POS"] == pytest.approx(15.0)
+    assert table.mean.loc["alpha", "avg"] == pytest.approx(15.0)
+    assert math.isnan(table.mean.loc["beta", "TyDiQA"]) and math.isnan(table.mean.loc["beta", "avg"])
+    assert "tatoeba" not in table.mean.columns  # no English side: no gap
+
+
+def test_gap_uses_non_english_mean_and_lower_is_better():
+    records = [rec(A, "xnli", "en", {"accuracy": 80.0}), rec(A, "xnli", "de", {"accuracy": 70.0}),
+               rec(A, "xnli", "fr", {"accuracy": 60.0}), rec(B, "xnli", "en", {"accuracy": 75.0}),
+               rec(B, "xnli", "de", {"accuracy": 72.0}), rec(B, "xnli", "fr", {"accuracy": 70.0})]
+    table = gap_table(Results(records))
+    assert table.mean.loc["alpha", "XNLI"] == pytest.approx(15.0)
+    assert table.mean.loc["beta", "XNLI"] == pytest.approx(4.0)
+    assert table.best_mask().loc["beta", "XNLI"] and not table.best_mask().loc["alpha", "XNLI"]
+
+
+def test_probes_best_layer_tatoeba_mean_and_aer(results):
+    tables = layer_tables(results)
+    best = _table(tables, "layers:best").mean
+    assert best.loc[("alpha", "tatoeba", "acc_mean"), "best layer"] == 2
+    assert best.loc[("beta", "tatoeba", "acc_mean"), "best layer"] == 1
+    assert best.loc[("alpha", "alignment", "aer"), "best layer"] == 2  # lowest AER wins
+    assert best.loc[("alpha", "alignment", "aer"), "score at best"] == pytest.approx(30.0)
+    tatoeba = _table(language_tables(results), "languages:tatoeba").mean
+    # both directions and their mean (derived when the record has only the two directions), at the best layer
+    assert tatoeba.loc[("alpha · L2", "acc_xx2en"), "de"] == pytest.approx(60.0)
+    assert tatoeba.loc[("alpha · L2", "acc_en2xx"), "de"] == pytest.approx(62.0)
+    assert tatoeba.loc[("alpha · L2", "acc_mean"), "de"] == pytest.approx(61.0)
+    aer = _table(language_tables(results), "languages:alignment")
+    assert aer.best_mask().columns.tolist() == ["de-en", "avg"]
+
+
+def test_fixed_layer_and_unknown_layer():
+    records = probe_records(A)
+    table = _table(language_tables(Results(records, layer=0)), "languages:tatoeba").mean
+    assert table.loc[("alpha · L0", "acc_mean"), "de"] == pytest.approx(51.0)
+    with pytest.raises(UserError, match="no records for layer 9"):
+        Results(records, layer=9)
+
+
+def test_all_leaves_out_tables_the_runs_cannot_fill():
+    tables = build(Results(probe_records(A)), "all")
+    keys = [t.key for t in tables]
+    assert "summary" not in keys and "gap" not in keys
+    assert "layers:best" in keys and "languages:tatoeba" in keys
+    with pytest.raises(UserError, match="no XTREME task records"):
+        build(Results(probe_records(A)), "summary")
+
+
+def test_split_prefers_test():
+    records = [rec(A, "xnli", "en", {"accuracy": 50.0}, split="dev"),
+               rec(A, "xnli", "en", {"accuracy": 60.0}, split="test")]
+    [table] = language_tables(Results(records))
+    assert table.mean.loc[("alpha", "accuracy"), "en"] == pytest.approx(60.0)
+    [table] = language_tables(Results(records, split="dev"))
+    assert table.mean.loc[("alpha", "accuracy"), "en"] == pytest.approx(50.0)

@@ -1,0 +1,76 @@
+"""``xeval report RUN [RUN …]``: paper tables (Markdown, LaTeX, CSV), figures, or a baseline file for compare."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from xeval.atomic import write_text
+from xeval.errors import UserError
+from xeval.report import plots, render, tables
+from xeval.report.compare import baseline_document, dump_baseline
+from xeval.results import load_records
+
+NAME = "report"
+HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures from result records"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
+    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "all"], default=None,
+                        help="which table(s); default: all that the runs can fill (none when only --plot is given)")
+    parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
+                        help="md (GitHub Markdown), latex (booktabs document that compiles as is), csv, or "
+                             "baseline (the JSON that xeval compare checks against)")
+    parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of printing")
+    parser.add_argument("--plot", action="append", choices=list(plots.KINDS), default=[],
+                        help="figure(s) to draw, PNG + PDF: layers | languages | gap (repeatable)")
+    parser.add_argument("--figures", metavar="DIR", default=None,
+                        help="folder for figures (<DIR>/<kind>.png|pdf); default: beside --out, else figures/")
+    parser.add_argument("--split", help="report this split (default: test where present)")
+    parser.add_argument("--layer", default="best",
+                        help="probes: the hidden_states index shown in per-language tables (default: best)")
+    parser.add_argument("--model", help="baseline: the model to take when the runs hold several")
+    parser.add_argument("--title", default="xeval report", help="heading of a Markdown report")
+
+
+def _layer(text: str):
+    if text == "best":
+        return "best"
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"--layer: expected a layer index or 'best', found {text!r}") from None
+
+
+def run(args) -> int:
+    records = load_records(args.runs)
+    if args.format == "baseline":
+        doc = baseline_document(records, model=args.model, sources=args.runs)
+        _emit(dump_baseline(doc), args.out)
+        return 0
+    results = tables.Results(records, split=args.split, layer=_layer(args.layer))
+    which = args.table or (None if args.plot else "all")
+    if which:
+        built = tables.build(results, which)
+        if not built:
+            raise UserError("the runs hold nothing any table can show")
+        models = ", ".join(f"`{m}`" for m in dict.fromkeys(results.long["model"]))
+        preamble = [f"Runs: {', '.join(f'`{r}`' for r in args.runs)}. Models: {models}.",
+                    "Scores in points (%); seeds averaged first, then languages, then tasks."]
+        _emit(render.render(built, args.format, heading=args.title if which == "all" else None,
+                            preamble=preamble), args.out)
+    if args.plot:
+        folder = Path(args.figures) if args.figures else (Path(args.out).parent if args.out else Path("figures"))
+        for kind in dict.fromkeys(args.plot):
+            for path in plots.plot(results, kind, folder / kind):
+                print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out:
+        write_text(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)

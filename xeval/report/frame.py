@@ -1,0 +1,135 @@
+"""Result records as one tidy pandas frame, and the few facts about tasks and metrics that reports need.
+
+The tidy ("long") frame has one row per (unit, metric):
+
+    model  task  lang  split  setting  layer  seed  metric  value
+
+``layer`` is -1 for units without a layer (fine-tuning tasks), so pandas can group on it; ``seed_stats`` turns
+seeds into mean, std and a count. Everything downstream (tables, plots, compare) starts from these two frames.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import pandas as pd
+
+from xeval.errors import UserError
+from xeval.results import Record
+
+NO_LAYER = -1
+UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed"]
+KEY_COLUMNS = ["model", "task", "split", "setting", "layer", "lang", "metric"]  # a value's identity across seeds
+
+# The XTREME tasks in the order of the XLM-E paper's main table, with the names the paper prints.
+XTREME_TASKS = {
+    "udpos": "POS",
+    "panx": "NER",
+    "xquad": "XQuAD",
+    "mlqa": "MLQA",
+    "tydiqa": "TyDiQA",
+    "xnli": "XNLI",
+    "pawsx": "PAWS-X",
+}
+QA_TASKS = ("xquad", "mlqa", "tydiqa")
+XTREME_GROUPS = {  # the paper's header row above the task names
+    "Structured Prediction": ("udpos", "panx"),
+    "Question Answering": QA_TASKS,
+    "Sentence Classification": ("xnli", "pawsx"),
+}
+_ALIASES = {"pos": "udpos", "udpos": "udpos", "ner": "panx", "panx": "panx", "wikiann": "panx",
+            "xquad": "xquad", "mlqa": "mlqa", "tydiqa": "tydiqa", "tydiqagoldp": "tydiqa",
+            "xnli": "xnli", "pawsx": "pawsx"}
+
+# Which metric a task is judged by when a table or plot shows one number per language. Tried in order; the
+# first one a task's records carry wins. POS is seqeval F1 as XTREME reports it (token accuracy is separate).
+_HEADLINE = {
+    "udpos": ("f1",), "panx": ("f1",), "xnli": ("accuracy", "acc"), "pawsx": ("accuracy", "acc"),
+    "xquad": ("f1",), "mlqa": ("f1",), "tydiqa": ("f1",),
+}
+_HEADLINE_ANY = ("f1", "accuracy", "acc", "acc_mean", "accuracy_mean", "mean", "acc_en2xx", "aer", "p@1",
+                 "precision_at_1", "p_at_1", "em")
+
+# Metrics for which a smaller number is better (the rest: larger is better).
+_LOWER_IS_BETTER = ("aer", "gap", "loss", "perplexity", "ppl", "error", "unk_rate", "unknown_rate")
+
+
+def xtreme_task(task: str) -> str | None:
+    """The XTREME task a card name stands for (``PAN-X`` -> ``panx``), or None."""
+    return _ALIASES.get(re.sub(r"[^a-z0-9]", "", task.lower()))
+
+
+def lower_is_better(metric: str) -> bool:
+    name = metric.lower()
+    return any(name == w or name.endswith("_" + w) or name.startswith(w + "_") for w in _LOWER_IS_BETTER)
+
+
+def headline_metric(task: str, metrics: Iterable[str]) -> str:
+    """The metric that stands for ``task`` in one-number-per-language views."""
+    available = list(dict.fromkeys(metrics))
+    for name in _HEADLINE.get(xtreme_task(task) or "", ()) + _HEADLINE_ANY:
+        if name in available:
+            return name
+    means = [m for m in available if "mean" in m]
+    return means[0] if means else sorted(available)[0]
+
+
+def _with_direction_means(metrics: dict[str, float]) -> dict[str, float]:
+    """Add the mean of the two retrieval directions when a record has ``…xx2en…`` and ``…en2xx…`` but not
+    their mean (Tatoeba: both directions and their mean are reported)."""
+    out = dict(metrics)
+    for name in metrics:
+        if "xx2en" in name:
+            other, mean = name.replace("xx2en", "en2xx"), name.replace("xx2en", "mean")
+            if other in metrics and mean not in metrics:
+                out[mean] = (metrics[name] + metrics[other]) / 2
+    return out
+
+
+def long_frame(records: Iterable[Record]) -> pd.DataFrame:
+    """One row per (unit, metric). A unit given twice (the same run listed twice) counts once: the last wins."""
+    rows = []
+    for rec in records:
+        u = rec.unit
+        layer = NO_LAYER if u.layer is None else int(u.layer)
+        for metric, value in _with_direction_means(rec.metrics).items():
+            rows.append((u.model, u.task, u.lang, u.split, u.setting, layer, int(u.seed), metric, float(value)))
+    frame = pd.DataFrame(rows, columns=[*UNIT_COLUMNS, "metric", "value"])
+    if frame.empty:
+        raise UserError("no result records found in the given runs")
+    return frame.drop_duplicates([*UNIT_COLUMNS, "metric"], keep="last").reset_index(drop=True)
+
+
+def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, sample standard deviation (ddof=1; NaN for one seed) and number of seeds per value."""
+    grouped = frame.groupby(KEY_COLUMNS, sort=False)["value"]
+    return grouped.agg(mean="mean", std="std", n_seeds="count").reset_index()
+
+
+def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
+    """Keep one split per (model, task): ``split`` if given, else ``test`` where present, else the first."""
+    if split is not None:
+        kept = frame[frame["split"] == split]
+        if kept.empty:
+            found = ", ".join(sorted(frame["split"].unique()))
+            raise UserError(f"no records for split {split!r}; the runs have: {found}")
+        return kept
+    parts = []
+    for _, group in frame.groupby(["model", "task"], sort=False):
+        splits = sorted(group["split"].unique())
+        chosen = "test" if "test" in splits else splits[0]
+        parts.append(group[group["split"] == chosen])
+    return pd.concat(parts, ignore_index=True)
+
+
+def model_labels(keys: Iterable[str]) -> dict[str, str]:
+    """Short row labels: the name before ``@`` unless two models share it, then the full key."""
+    keys = list(dict.fromkeys(keys))
+    names = [k.split("@", 1)[0] for k in keys]
+    return {k: (n if names.count(n) == 1 else k) for k, n in zip(keys, names)}
+
+
+def row_label(model: str, setting: str, labels: dict[str, str]) -> str:
+    base = labels.get(model, model)
+    return base if setting == "zero-shot" else f"{base} ({setting})"

@@ -1,0 +1,169 @@
+"""Figures for papers: layer sweeps, per-language bars, transfer gaps. Each is written as PNG and PDF.
+
+Made to survive print: axis labels with units, a legend, colour plus marker/hatch so lines differ in grey,
+``bbox_inches="tight"`` so no label is clipped, the figure widened with the number of languages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from xeval.atomic import atomic_path  # noqa: E402
+from xeval.errors import UserError  # noqa: E402
+from xeval.report.frame import headline_metric, lower_is_better  # noqa: E402
+from xeval.report.tables import (  # noqa: E402
+    Results,
+    gap_table,
+    order_languages,
+    sweeps,
+    task_title,
+    universal_layer,
+)
+
+KINDS = ("layers", "languages", "gap")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+_METRIC_LABELS = {
+    "f1": "F1", "em": "exact match", "accuracy": "accuracy", "acc": "accuracy", "aer": "AER",
+    "token_accuracy": "token accuracy", "acc_mean": "top-1 accuracy, mean of both directions",
+    "acc_en2xx": "top-1 accuracy, en→xx", "acc_xx2en": "top-1 accuracy, xx→en", "p@1": "precision@1",
+    "precision": "precision", "recall": "recall",
+}
+
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+                     "axes.spines.top": False, "axes.spines.right": False})
+
+
+def metric_label(metric: str) -> str:
+    text = _METRIC_LABELS.get(metric, metric.replace("_", " "))
+    return f"{text} (%{', lower is better' if lower_is_better(metric) else ''})"
+
+
+def _colors(n: int):
+    cmap = plt.get_cmap("tab10")
+    return [cmap(i % 10) for i in range(n)]
+
+
+def plot_layers(results: Results):
+    """Score vs layer, one line per model, each model's universal (best) layer marked with a star."""
+    data = sweeps(results)
+    if not data:
+        raise UserError("no probe records with layers in the given runs: nothing to plot for --plot layers")
+    fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.4), squeeze=False)
+    for ax, (task, sweep) in zip(axes[0], data.items()):
+        metric = sweep.attrs["metric"]
+        for i, ((model, row), color) in enumerate(zip(sweep.iterrows(), _colors(len(sweep)))):
+            row = row.dropna()
+            ax.plot(row.index, row.values, marker=MARKERS[i % len(MARKERS)], color=color, label=model)
+            best = universal_layer(row, metric)
+            ax.plot([best], [row[best]], marker="*", markersize=15, color=color, markeredgecolor="black",
+                    linestyle="none", zorder=5)
+        ax.plot([], [], marker="*", markersize=12, color="white", markeredgecolor="black", linestyle="none",
+                label="universal layer (best)")
+        ax.set_title(f"{task_title(task)}: layer sweep")
+        ax.set_xlabel("layer (hidden_states index; 0 = embeddings)")
+        ax.set_ylabel(metric_label(metric))
+        ax.set_xticks(sorted(sweep.columns))
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
+               frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_languages(results: Results):
+    """Per task: bars per language (one colour per model); dashed lines at each model's English score."""
+    tasks = results.tasks()
+    n_models = max(1, results.stats["model"].nunique())
+    most_langs = int(results.stats.groupby("task")["lang"].nunique().max())
+    panel_width = max(3.6, 0.22 * most_langs * n_models + 1.2)
+    ncols = 1 if panel_width > 8 else min(3, len(tasks))
+    nrows = -(-len(tasks) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(min(panel_width * ncols, 24), 2.8 * nrows + 0.6),
+                             squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    handles = {}
+    for ax, task in zip(axes.flat, tasks):
+        stats = results.stats[results.stats["task"] == task]
+        metric = headline_metric(task, stats["metric"])
+        stats = stats[stats["metric"] == metric]
+        langs = order_languages(stats["lang"])
+        rows = list(dict.fromkeys(zip(stats["model"], stats["setting"])))
+        width = 0.8 / len(rows)
+        x = np.arange(len(langs))
+        for i, ((model, setting), color) in enumerate(zip(rows, _colors(len(rows)))):
+            group = stats[(stats["model"] == model) & (stats["setting"] == setting)].set_index("lang")
+            means = group["mean"].reindex(langs)
+            errs = group["std"].reindex(langs).fillna(0.0)
+            label = results.row(model, setting)
+            ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=errs if errs.any() else None,
+                   color=color, hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4,
+                   label=label, capsize=2)
+            if "en" in group.index:
+                ax.axhline(group.at["en", "mean"], color=color, linestyle="--", linewidth=1.2,
+                           label=f"{label}: English")
+        ax.set_xticks(x, langs, rotation=90 if len(langs) > 20 else 0)
+        ax.set_xlim(-0.6, len(langs) - 0.4)
+        ax.set_title(task_title(task))
+        ax.set_xlabel("language")
+        ax.set_ylabel(metric_label(metric))
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.margins(y=0.12)
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.tight_layout()
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(len(handles), 4), frameon=False)
+    return fig
+
+
+def plot_gap(results: Results):
+    """Transfer gap per task, bars per model, values printed on the bars."""
+    table = gap_table(results).mean
+    tasks = list(table.columns)
+    width = 0.8 / len(table)
+    x = np.arange(len(tasks))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(tasks) * max(1, len(table) / 2) + 2), 3.6))
+    for i, ((model, row), color) in enumerate(zip(table.iterrows(), _colors(len(table)))):
+        bars = ax.bar(x + (i - (len(table) - 1) / 2) * width, row.values, width, color=color,
+                      hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4, label=model)
+        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
+    ax.set_xticks(x, ["avg over tasks" if t == "avg" else t for t in tasks])
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_title("Cross-lingual transfer gap (English minus mean of other languages)")
+    ax.set_xlabel("task (headline metric; F1 for QA; average only for models with every task)")
+    ax.set_ylabel("gap (points, lower is better)")
+    ax.margins(y=0.15)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+def plot(results: Results, kind: str, out: str | Path) -> list[Path]:
+    """Draw ``kind`` and write ``<out>.png`` and ``<out>.pdf`` (a suffix on ``out`` is dropped)."""
+    makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap}
+    if kind not in makers:
+        raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
+    fig = makers[kind](results)
+    out = Path(out)
+    stem = out.with_suffix("") if out.suffix.lower() in (".png", ".pdf") else out
+    written = []
+    try:
+        for fmt in ("png", "pdf"):
+            path = stem.parent / f"{stem.name}.{fmt}"
+            with atomic_path(path) as tmp:
+                # PDF metadata without a date, so a rerun writes the same file
+                meta = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
+                fig.savefig(tmp, format=fmt, dpi=200, bbox_inches="tight", metadata=meta)
+            written.append(path)
+    finally:
+        plt.close(fig)
+    return written

@@ -1,0 +1,386 @@
+"""The tables of a cross-lingual paper, as pandas frames wrapped in ``Table`` (what the renderers draw).
+
+- ``language_tables``: per task, one row per (model, metric), one column per language plus ``avg``; seeds as
+  mean ± std. Tatoeba shows both directions and their mean; alignment shows AER (and P/R) per language pair.
+- ``summary_table``: one row per model in the layout of the XLM-E paper's main table (POS F1, NER F1, XQuAD /
+  MLQA / TyDiQA F1 / EM, XNLI acc, PAWS-X acc, Avg). A task not run is an empty cell; Avg (the XTREME score)
+  only when all seven tasks are there, never an average over whatever happened to run.
+- ``gap_table``: transfer gap = English minus the mean over the other languages, per task (headline metric;
+  F1 for QA, as XTREME's gap table), one row per model. Lower is better.
+- ``layer_tables``: for probes, score vs layer (mean over languages) and the best layer per probe.
+
+Scores are averaged in this order everywhere: seeds first (per language), then languages, then tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from xeval.errors import UserError
+from xeval.report.frame import (
+    NO_LAYER,
+    QA_TASKS,
+    XTREME_GROUPS,
+    XTREME_TASKS,
+    headline_metric,
+    long_frame,
+    lower_is_better,
+    model_labels,
+    pick_split,
+    row_label,
+    seed_stats,
+    xtreme_task,
+)
+
+AVG = "avg"
+
+
+@dataclass
+class Table:
+    """A numeric table plus what the renderers need to draw it like a paper's table.
+
+    ``mean``/``std`` share index and columns; NaN is an empty cell. Bold marks the best value per column among
+    rows with the same ``bold_within`` index value (e.g. the same metric); direction comes from the metric in
+    that index level, else from ``lower_columns``. ``pairs`` merge two columns into one "a / b" cell (F1 / EM).
+    """
+
+    key: str
+    title: str
+    mean: pd.DataFrame
+    std: pd.DataFrame | None = None
+    lower_columns: set = field(default_factory=set)
+    bold_within: str | None = None
+    no_bold: set = field(default_factory=set)
+    digits: dict = field(default_factory=dict)  # column -> decimals (default 1)
+    pairs: list = field(default_factory=list)  # (column_a, column_b, header)
+    groups: list = field(default_factory=list)  # (header, [columns]) drawn above the column names (LaTeX)
+    notes: list = field(default_factory=list)
+    stacked_headers: bool = False  # LaTeX: "XQuAD F1 / EM" as two header lines
+
+    def lower_is_better(self, row, column) -> bool:
+        if self.bold_within is not None:
+            names = self.mean.index.names
+            value = row[names.index(self.bold_within)] if isinstance(row, tuple) else row
+            if lower_is_better(str(value)):
+                return True
+        return column in self.lower_columns or lower_is_better(str(column))
+
+    def best_mask(self) -> pd.DataFrame:
+        """True where a cell is the best of its column (within its ``bold_within`` group; ≥ 2 values compete
+        and not all tie)."""
+        mask = pd.DataFrame(False, index=self.mean.index, columns=self.mean.columns)
+        groups = [self.mean.index] if self.bold_within is None else [
+            idx for _, idx in self.mean.groupby(level=self.bold_within, sort=False).groups.items()]
+        for rows in groups:
+            block = self.mean.loc[rows]
+            for col in self.mean.columns:
+                if col in self.no_bold:
+                    continue
+                values = block[col].dropna()
+                if len(values) < 2:
+                    continue
+                lower = self.lower_is_better(values.index[0], col)
+                best = values.min() if lower else values.max()
+                digits = self.digits.get(col, 1)
+                # Ties at the printed precision are all bold.
+                hits = values.index[np.isclose(values.round(digits), round(best, digits))]
+                if len(hits) < len(values):  # when every row ties, nothing stands out
+                    mask.loc[hits, col] = True
+        return mask
+
+
+class Results:
+    """Records prepared for reporting: one split per task, one layer per probe (best, or the one asked for)."""
+
+    def __init__(self, records, split: str | None = None, layer: int | str | None = "best"):
+        frame = pick_split(long_frame(records), split)
+        self.labels = model_labels(frame["model"])
+        self.sweep = frame  # every layer, for layer tables and plots
+        self.chosen_layers: dict[tuple, int] = {}
+        self.long = self._select_layers(frame, layer)
+        self.stats = seed_stats(self.long)
+
+    def _select_layers(self, frame: pd.DataFrame, layer) -> pd.DataFrame:
+        layered = frame["layer"] != NO_LAYER
+        if not layered.any():
+            return frame
+        keep = [frame[~layered]]
+        for key, group in frame[layered].groupby(["model", "task", "split", "setting"], sort=False):
+            sweep = layer_sweep(group)
+            if layer in (None, "best"):
+                metric = headline_metric(key[1], group["metric"])
+                scores = sweep.loc[metric]
+                chosen = int(scores.idxmin() if lower_is_better(metric) else scores.idxmax())
+            else:
+                chosen = int(layer)
+                if chosen not in sweep.columns:
+                    have = ", ".join(map(str, sweep.columns))
+                    raise UserError(f"{key[0]} {key[1]}: no records for layer {chosen}; layers run: {have}")
+            self.chosen_layers[key] = chosen
+            keep.append(group[group["layer"] == chosen])
+        return pd.concat(keep, ignore_index=True)
+
+    def row(self, model: str, setting: str) -> str:
+        return row_label(model, setting, self.labels)
+
+    def tasks(self) -> list[str]:
+        """Tasks in the XLM-E table order first, then the others (probes) alphabetically."""
+        present = list(dict.fromkeys(self.stats["task"]))
+        order = list(XTREME_TASKS)
+        return sorted(present, key=lambda t: (order.index(xtreme_task(t)) if xtreme_task(t) else len(order), t))
+
+
+def layer_sweep(frame: pd.DataFrame) -> pd.DataFrame:
+    """metric × layer: the mean over languages of the seed means (for one model/task/split/setting)."""
+    stats = seed_stats(frame)
+    per_lang = stats.groupby(["metric", "layer", "lang"])["mean"].mean()
+    return per_lang.groupby(level=["metric", "layer"]).mean().unstack("layer")
+
+
+def order_languages(langs) -> list[str]:
+    """English first (the source language of zero-shot transfer), then alphabetical."""
+    langs = sorted(set(langs))
+    return [x for x in langs if x == "en"] + [x for x in langs if x != "en"]
+
+
+def _seed_average_std(long: pd.DataFrame, langs: list[str]) -> float:
+    """Std over seeds of the per-seed average over ``langs`` (only seeds that cover every language)."""
+    per_seed = long.pivot_table(index="seed", columns="lang", values="value", aggfunc="mean")
+    per_seed = per_seed.reindex(columns=langs).dropna()
+    return float(per_seed.mean(axis=1).std()) if len(per_seed) >= 2 else float("nan")
+
+
+def language_tables(results: Results, tasks: list[str] | None = None) -> list[Table]:
+    tables = []
+    for task in tasks or results.tasks():
+        stats = results.stats[results.stats["task"] == task]
+        if stats.empty:
+            raise UserError(f"no records for task {task!r}; the runs have: {', '.join(results.tasks())}")
+        langs = order_languages(stats["lang"])
+        mean_rows, std_rows, index = [], [], []
+        for (model, setting, split, layer, metric), group in stats.groupby(
+                ["model", "setting", "split", "layer", "metric"], sort=False):
+            means = group.set_index("lang")["mean"].reindex(langs)
+            stds = group.set_index("lang")["std"].reindex(langs)
+            covered = means.notna().all()
+            avg, avg_std = (means.mean(), float("nan")) if covered else (float("nan"), float("nan"))
+            if covered and group["n_seeds"].max() >= 2:
+                raw = results.long[(results.long["model"] == model) & (results.long["task"] == task)
+                                   & (results.long["setting"] == setting) & (results.long["metric"] == metric)
+                                   & (results.long["layer"] == layer) & (results.long["split"] == split)]
+                avg_std = _seed_average_std(raw, langs)
+            label = results.row(model, setting) + ("" if layer == NO_LAYER else f" · L{layer}")
+            index.append((label, metric))
+            mean_rows.append([*means, avg])
+            std_rows.append([*stds, avg_std])
+        idx = pd.MultiIndex.from_tuples(index, names=["model", "metric"])
+        mean = pd.DataFrame(mean_rows, index=idx, columns=[*langs, AVG])
+        std = pd.DataFrame(std_rows, index=idx, columns=[*langs, AVG])
+        mean = _order_metrics(mean, task)
+        std = std.loc[mean.index]
+        splits = ", ".join(sorted(stats["split"].unique()))
+        seeds = int(stats["n_seeds"].max())
+        notes = [f"split: {splits}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
+        if (stats["layer"] != NO_LAYER).any():
+            notes.append("probes: L = hidden_states index (0 = embeddings); the best layer by mean over languages "
+                         "unless --layer is given")
+        if mean[AVG].isna().any():
+            notes.append("avg left empty for rows that miss languages other rows have")
+        tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
+                            bold_within="metric", notes=notes))
+    return tables
+
+
+def _order_metrics(mean: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Headline metric first within each model, the rest alphabetically (stable across runs)."""
+    metrics = list(dict.fromkeys(mean.index.get_level_values("metric")))
+    head = headline_metric(task, metrics)
+    rank = {m: (m != head, m) for m in metrics}
+    models = list(dict.fromkeys(mean.index.get_level_values("model")))
+    order = sorted(mean.index, key=lambda ix: (models.index(ix[0]), rank[ix[1]]))
+    return mean.loc[order]
+
+
+def task_title(task: str) -> str:
+    name = XTREME_TASKS.get(xtreme_task(task) or "", None)
+    if not name:
+        return task
+    return name if name.lower() == task.lower() else f"{name} ({task})"
+
+
+def task_scores(results: Results) -> pd.DataFrame:
+    """(row label, task, metric) -> mean over languages of the seed means, for the XTREME tasks."""
+    rows = []
+    for (model, setting, task), group in results.stats.groupby(["model", "setting", "task"], sort=False):
+        canon = xtreme_task(task)
+        if canon is None:
+            continue
+        metrics = ("f1", "em") if canon in QA_TASKS else (headline_metric(task, group["metric"]),)
+        for metric in metrics:
+            values = group[group["metric"] == metric]["mean"]
+            if len(values):
+                rows.append((results.row(model, setting), canon, metric, float(values.mean())))
+    return pd.DataFrame(rows, columns=["row", "task", "metric", "score"])
+
+
+def xtreme_score(scores: dict[str, float | None]) -> float | None:
+    """XTREME's overall score: the unweighted mean over the seven tasks, QA tasks as (EM + F1) / 2; None unless
+    every task is present. ``scores`` maps ``"<task>"`` and, for QA, ``"<task>.f1"`` / ``"<task>.em"``."""
+    # TODO(D): use the XTREME aggregation from xeval/metrics once it lands, so the number has one definition.
+    per_task = []
+    for task in XTREME_TASKS:
+        if task in QA_TASKS:
+            f1, em = scores.get(f"{task}.f1"), scores.get(f"{task}.em")
+            value = None if f1 is None or em is None else (f1 + em) / 2
+        else:
+            value = scores.get(task)
+        if value is None or np.isnan(value):
+            return None
+        per_task.append(value)
+    return float(np.mean(per_task))
+
+
+def summary_table(results: Results) -> Table:
+    scores = task_scores(results)
+    if scores.empty:
+        raise UserError("no XTREME task records (udpos, panx, xquad, mlqa, tydiqa, xnli, pawsx) for a summary")
+    columns, pairs = [], []
+    for task, name in XTREME_TASKS.items():
+        if task in QA_TASKS:
+            columns += [f"{name} F1", f"{name} EM"]
+            pairs.append((f"{name} F1", f"{name} EM", f"{name} F1 / EM"))
+        else:
+            columns.append(f"{name} {'F1' if task in ('udpos', 'panx') else 'Acc'}")
+    rows = list(dict.fromkeys(scores["row"]))
+    mean = pd.DataFrame(np.nan, index=pd.Index(rows, name="model"), columns=[*columns, "Avg"])
+    for row, group in scores.groupby("row", sort=False):
+        lookup = {}
+        for _, s in group.iterrows():
+            name = XTREME_TASKS[s["task"]]
+            if s["task"] in QA_TASKS:
+                mean.loc[row, f"{name} {s['metric'].upper()}"] = s["score"]
+                lookup[f"{s['task']}.{s['metric']}"] = s["score"]
+            else:
+                col = next(c for c in columns if c.startswith(name + " ") and not c.endswith((" EM",)))
+                mean.loc[row, col] = s["score"]
+                lookup[s["task"]] = s["score"]
+        avg = xtreme_score(lookup)
+        mean.loc[row, "Avg"] = np.nan if avg is None else avg
+    groups = [(header, [c for c in columns if any(c.startswith(XTREME_TASKS[t] + " ") for t in tasks)])
+              for header, tasks in XTREME_GROUPS.items()]
+    langs = results.stats[results.stats["task"].map(xtreme_task).notna()].groupby("task")["lang"].nunique()
+    notes = ["task scores average each task's languages as run ("
+             + ", ".join(f"{t}: {n}" for t, n in langs.items()) + " languages); QA cells are F1 / EM",
+             "Avg is the XTREME score (QA as (F1 + EM) / 2), shown only when all seven tasks were run"]
+    return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups, notes=notes,
+                 stacked_headers=True)
+
+
+def gap_table(results: Results) -> Table:
+    """Transfer gap per task: English minus the mean over the non-English languages (lower is better)."""
+    rows: dict[str, dict[str, float]] = {}
+    tasks = []
+    for task in results.tasks():
+        stats = results.stats[results.stats["task"] == task]
+        metric = headline_metric(task, stats["metric"])
+        for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):
+            by_lang = group.set_index("lang")["mean"]
+            others = by_lang.drop("en", errors="ignore")
+            if "en" not in by_lang.index or others.empty:
+                continue
+            rows.setdefault(results.row(model, setting), {})[task] = float(by_lang["en"] - others.mean())
+            if task not in tasks:
+                tasks.append(task)
+    if not rows:
+        raise UserError("no task with English and at least one other language: no transfer gap to show")
+    mean = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=tasks)
+    mean.index.name = "model"
+    mean.columns = [_gap_column(t) for t in tasks]
+    complete = mean.notna().all(axis=1)
+    mean[AVG] = mean.mean(axis=1).where(complete)
+    notes = ["transfer gap = English score minus the mean over the other languages (points; lower is better); "
+             "headline metric per task (F1 for QA)",
+             "avg over tasks only for rows that have every task"]
+    return Table(key="gap", title="Cross-lingual transfer gap", mean=mean, lower_columns=set(mean.columns),
+                 notes=notes)
+
+
+def _gap_column(task: str) -> str:
+    return XTREME_TASKS.get(xtreme_task(task) or "", task)
+
+
+def probe_tasks(results: Results) -> list[str]:
+    return [t for t in results.tasks() if (results.sweep[results.sweep["task"] == t]["layer"] != NO_LAYER).any()]
+
+
+def sweeps(results: Results) -> dict[str, pd.DataFrame]:
+    """Per probe: rows = model label, columns = layer, values = headline metric averaged over languages."""
+    out = {}
+    for task in probe_tasks(results):
+        frame = results.sweep[(results.sweep["task"] == task) & (results.sweep["layer"] != NO_LAYER)]
+        metric = headline_metric(task, frame["metric"])
+        rows = {}
+        for (model, setting), group in frame.groupby(["model", "setting"], sort=False):
+            rows[results.row(model, setting)] = layer_sweep(group).loc[metric]
+        table = pd.DataFrame(rows).T.sort_index(axis=1)
+        table.index.name = "model"
+        table.attrs["metric"] = metric
+        out[task] = table
+    return out
+
+
+def universal_layer(sweep: pd.Series, metric: str) -> int:
+    """The layer with the best score averaged over languages (the 'universal' layer of a probe)."""
+    # TODO(F): reuse the universal-layer helper from the probes (xeval/adapters/sweep.py) once it lands.
+    return int(sweep.idxmin() if lower_is_better(metric) else sweep.idxmax())
+
+
+def layer_tables(results: Results) -> list[Table]:
+    tables = []
+    best_rows = []
+    for task, sweep in sweeps(results).items():
+        metric = sweep.attrs["metric"]
+        mean = sweep.copy()
+        mean.columns = [f"L{c}" for c in sweep.columns]
+        lower = set(mean.columns) if lower_is_better(metric) else set()
+        tables.append(Table(key=f"layers:{task}", title=f"Layer sweep: {task} ({metric}, mean over languages)",
+                            mean=mean, lower_columns=lower,
+                            notes=["L = hidden_states index (0 = embeddings); bold = best model per layer"]))
+        for row, scores in sweep.iterrows():
+            scores = scores.dropna()
+            best = universal_layer(scores, metric)
+            best_rows.append(((row, task, metric), [best, scores[best], int(scores.index.max()),
+                                                    scores[scores.index.max()]]))
+    if not tables:
+        raise UserError("no probe records with layers in the given runs: no layer tables to show")
+    idx = pd.MultiIndex.from_tuples([r for r, _ in best_rows], names=["model", "probe", "metric"])
+    best = pd.DataFrame([v for _, v in best_rows], index=idx,
+                        columns=["best layer", "score at best", "last layer", "score at last"])
+    tables.insert(0, Table(key="layers:best", title="Best layer per probe", mean=best, bold_within="metric",
+                           no_bold={"best layer", "last layer"}, digits={"best layer": 0, "last layer": 0},
+                           notes=["score = headline metric averaged over languages (points)"]))
+    return tables
+
+
+def build(results: Results, which: str) -> list[Table]:
+    """The tables for ``--table``: languages | summary | gap | layers | all (those the runs can fill)."""
+    if which == "languages":
+        return language_tables(results)
+    if which == "summary":
+        return [summary_table(results)]
+    if which == "gap":
+        return [gap_table(results)]
+    if which == "layers":
+        return layer_tables(results)
+    if which == "all":
+        out = []
+        for kind in ("summary", "gap", "layers", "languages"):
+            try:
+                out += build(results, kind)
+            except UserError:
+                continue  # a table the runs cannot fill is left out of the full report
+        return out
+    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers or all")
