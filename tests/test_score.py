@@ -17,7 +17,7 @@ from tests.conftest import require_file
 from xeval.cli import main
 from xeval.data.tatoeba import TATOEBA_XTREME
 from xeval.errors import DataError, UserError
-from xeval.metrics.xtreme import XTREME
+from xeval.metrics.xtreme import XTREME, XTREME_R
 from xeval.scoring import read_tags, score_submission
 
 N_SENTENCES = 40  # tagging sentences per language
@@ -330,6 +330,10 @@ def _tiny_complete_submission(root: Path, benchmark=XTREME) -> tuple[Path, Path]
                 (preds / name).parent.mkdir(parents=True, exist_ok=True)
                 # q1 exact; q2 "red" vs "red dog" -> P 1, R 1/2, F1 2/3 -> EM 50, F1 (1 + 2/3)/2*100
                 (preds / name).write_text(json.dumps({f"{lang}1": "Paris", f"{lang}2": "red"}))
+            elif spec.metric == "map_at_20":
+                for folder, value in ((labels, {"q1": ["Q7"]}), (preds, {"q1": ["Q2", "Q7"]})):  # AP = 1/2
+                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / name).write_text(json.dumps(value))
             else:
                 gold = "zh-1\ten-1\nzh-2\ten-2\n" if spec.metric == "bucc_f1" else "0\n1\n"
                 pred = "0\n0\n" if (task, lang) == ("xnli", "en") else gold
@@ -370,3 +374,15 @@ def test_cli_writes_the_json(tmp_path, capsys):
     assert json.loads(out.read_text()) == score_submission(preds, labels).result
     assert main(["score", "--predictions", str(tmp_path / "nope"), "--labels", str(labels)]) == 2
     assert "predictions folder not found" in capsys.readouterr().err
+
+
+def test_xtreme_r_benchmark(tmp_path):
+    preds, labels = _tiny_complete_submission(tmp_path, XTREME_R)
+    result = score_submission(preds, labels, "xtreme-r").result
+    qa = (50 + (1 + 2 / 3) / 2 * 100) / 2
+    xnli = (50 + 14 * 100) / 15
+    assert result["mewslix"]["avg_map_at_20"] == 50.0 and result["lareqa"]["avg_metric"] == 50.0
+    assert result["retrieval"] == pytest.approx((50 + 50 + 100) / 3)
+    assert result["classification"] == pytest.approx((xnli + 100) / 2)
+    assert result["all_task"] == pytest.approx((xnli + 100 + 100 + 100 + 3 * qa + 50 + 50 + 100) / 10)
+    assert len(result["udpos"]["f1"]) == 38 and len(result["tatoeba"]["accuracy"]) == 41
