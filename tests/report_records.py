@@ -18,8 +18,8 @@ def transfer_records(model=A, offset=0.0, skip=(), seeds=(1,)):
     """Every XTREME task on en/de/zh. Scores: en = base, de = base - 10, zh = base - 20 (+ offset);
     seed s adds (s - mean seed) so the mean over seeds equals the seed-free value."""
     base = {"udpos": {"f1": 90.0, "token_accuracy": 95.0}, "panx": {"f1": 80.0},
-            "xquad": {"f1": 70.0, "em": 60.0}, "mlqa": {"f1": 60.0, "em": 50.0},
-            "tydiqa": {"f1": 50.0, "em": 40.0}, "xnli": {"accuracy": 85.0}, "pawsx": {"accuracy": 95.0}}
+            "xquad": {"f1": 70.0, "exact_match": 60.0}, "mlqa": {"f1": 60.0, "exact_match": 50.0},
+            "tydiqa": {"f1": 50.0, "exact_match": 40.0}, "xnli": {"accuracy": 85.0}, "pawsx": {"accuracy": 95.0}}
     mid = sum(seeds) / len(seeds)
     out = []
     for task, metrics in base.items():
@@ -38,7 +38,8 @@ def probe_records(model=A, best_layer=2, layers=(0, 1, 2, 3)):
     for layer in layers:
         bump = 10.0 if layer == best_layer else 0.0
         for lang, base in (("de", 50.0), ("zh", 30.0)):
-            out.append(rec(model, "tatoeba", lang, {"acc_xx2en": base + bump, "acc_en2xx": base + bump + 2},
+            out.append(rec(model, "tatoeba", lang, {"accuracy": base + bump + 2, "accuracy_xx_en": base + bump,
+                                                            "accuracy_en_xx": base + bump + 2},
                            layer=layer))
         out.append(rec(model, "alignment", "de-en", {"aer": 40.0 - bump, "precision": 60.0 + bump}, layer=layer))
     return out

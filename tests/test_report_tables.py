@@ -62,10 +62,10 @@ def test_summary_layout_average_and_empty_cells(results):
 
 
 def test_xtreme_score_needs_every_task():
-    full = {"udpos": 1, "panx": 2, "xnli": 3, "pawsx": 4, "xquad.f1": 6, "xquad.em": 4, "mlqa.f1": 5,
-            "mlqa.em": 5, "tydiqa.f1": 3, "tydiqa.em": 1}
-    assert xtreme_score(full) == pytest.approx((1 + 2 + 3 + 4 + 5 + 5 + 2) / 7)
-    assert xtreme_score({k: v for k, v in full.items() if k != "mlqa.em"}) is None
+    full = {"udpos": 1, "panx": 2, "xnli": 3, "pawsx": 4, "xquad": 5, "mlqa": 5, "tydiqa": 2}
+    blocks = {task: {"avg_metric": value} for task, value in full.items()}
+    assert xtreme_score(blocks) == pytest.approx((1 + 2 + 3 + 4 + 5 + 5 + 2) / 7)
+    assert xtreme_score({k: v for k, v in blocks.items() if k != "mlqa"}) is None
 
 
 def test_gap_arithmetic(results):
@@ -90,15 +90,17 @@ def test_gap_uses_non_english_mean_and_lower_is_better():
 def test_probes_best_layer_tatoeba_mean_and_aer(results):
     tables = layer_tables(results)
     best = _table(tables, "layers:best").mean
-    assert best.loc[("alpha", "tatoeba", "acc_mean"), "best layer"] == 2
-    assert best.loc[("beta", "tatoeba", "acc_mean"), "best layer"] == 1
+    # Tatoeba's headline is XTREME's official en->xx accuracy
+    assert best.loc[("alpha", "tatoeba", "accuracy"), "best layer"] == 2
+    assert best.loc[("alpha", "tatoeba", "accuracy"), "score at best"] == pytest.approx(52.0)
+    assert best.loc[("beta", "tatoeba", "accuracy"), "best layer"] == 1
     assert best.loc[("alpha", "alignment", "aer"), "best layer"] == 2  # lowest AER wins
     assert best.loc[("alpha", "alignment", "aer"), "score at best"] == pytest.approx(30.0)
     tatoeba = _table(language_tables(results), "languages:tatoeba").mean
     # both directions and their mean (derived when the record has only the two directions), at the best layer
-    assert tatoeba.loc[("alpha · L2", "acc_xx2en"), "de"] == pytest.approx(60.0)
-    assert tatoeba.loc[("alpha · L2", "acc_en2xx"), "de"] == pytest.approx(62.0)
-    assert tatoeba.loc[("alpha · L2", "acc_mean"), "de"] == pytest.approx(61.0)
+    assert tatoeba.loc[("alpha · L2", "accuracy_xx_en"), "de"] == pytest.approx(60.0)
+    assert tatoeba.loc[("alpha · L2", "accuracy_en_xx"), "de"] == pytest.approx(62.0)
+    assert tatoeba.loc[("alpha · L2", "accuracy_mean"), "de"] == pytest.approx(61.0)
     aer = _table(language_tables(results), "languages:alignment")
     assert aer.best_mask().columns.tolist() == ["de-en", "avg"]
 
@@ -106,7 +108,7 @@ def test_probes_best_layer_tatoeba_mean_and_aer(results):
 def test_fixed_layer_and_unknown_layer():
     records = probe_records(A)
     table = _table(language_tables(Results(records, layer=0)), "languages:tatoeba").mean
-    assert table.loc[("alpha · L0", "acc_mean"), "de"] == pytest.approx(51.0)
+    assert table.loc[("alpha · L0", "accuracy_mean"), "de"] == pytest.approx(51.0)
     with pytest.raises(UserError, match="no records for layer 9"):
         Results(records, layer=9)
 
@@ -127,3 +129,11 @@ def test_split_prefers_test():
     assert table.mean.loc[("alpha", "accuracy"), "en"] == pytest.approx(60.0)
     [table] = language_tables(Results(records, split="dev"))
     assert table.mean.loc[("alpha", "accuracy"), "en"] == pytest.approx(50.0)
+
+
+def test_split_per_language_as_suites_mix_them():
+    """xtreme-mini evaluates some languages on dev (no labelled test): one row, both splits named."""
+    records = [rec(A, "udpos", "en", {"f1": 90.0}, split="test"), rec(A, "udpos", "de", {"f1": 70.0}, split="dev")]
+    [table] = language_tables(Results(records))
+    assert table.mean.loc[("alpha", "f1"), "avg"] == pytest.approx(80.0)
+    assert table.notes[0].startswith("splits: dev for de; test for en")

@@ -48,8 +48,9 @@ _HEADLINE = {
     "udpos": ("f1",), "panx": ("f1",), "xnli": ("accuracy", "acc"), "pawsx": ("accuracy", "acc"),
     "xquad": ("f1",), "mlqa": ("f1",), "tydiqa": ("f1",),
 }
-_HEADLINE_ANY = ("f1", "accuracy", "acc", "acc_mean", "accuracy_mean", "mean", "acc_en2xx", "aer", "p@1",
-                 "precision_at_1", "p_at_1", "em")
+# For everything else (probes) the order of the probes' own layer sweep (xeval/adapters/sweep.py): AER for word
+# alignment (its records also carry precision/recall/f1), Tatoeba's official en->xx accuracy, BUCC F1, P@1.
+_HEADLINE_ANY = ("aer", "accuracy", "f1", "precision_at_1", "acc", "accuracy_mean", "map_at_20", "exact_match", "em")
 
 # Metrics for which a smaller number is better (the rest: larger is better).
 _LOWER_IS_BETTER = ("aer", "gap", "loss", "perplexity", "ppl", "error", "unk_rate", "unknown_rate")
@@ -75,15 +76,19 @@ def headline_metric(task: str, metrics: Iterable[str]) -> str:
     return means[0] if means else sorted(available)[0]
 
 
+_DIRECTIONS = (("xx_en", "en_xx"), ("xx2en", "en2xx"))
+
+
 def _with_direction_means(metrics: dict[str, float]) -> dict[str, float]:
-    """Add the mean of the two retrieval directions when a record has ``…xx2en…`` and ``…en2xx…`` but not
-    their mean (Tatoeba: both directions and their mean are reported)."""
+    """Add the mean of the two retrieval directions when a record has ``…xx_en`` and ``…en_xx`` but not their
+    mean (Tatoeba is reported in both directions and their mean)."""
     out = dict(metrics)
     for name in metrics:
-        if "xx2en" in name:
-            other, mean = name.replace("xx2en", "en2xx"), name.replace("xx2en", "mean")
-            if other in metrics and mean not in metrics:
-                out[mean] = (metrics[name] + metrics[other]) / 2
+        for one, other in _DIRECTIONS:
+            if one in name:
+                pair, mean = name.replace(one, other), name.replace("_" + one, "_mean").replace(one, "mean")
+                if pair in metrics and mean not in metrics:
+                    out[mean] = (metrics[name] + metrics[pair]) / 2
     return out
 
 
@@ -108,7 +113,8 @@ def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
-    """Keep one split per (model, task): ``split`` if given, else ``test`` where present, else the first."""
+    """Keep one split per (model, task, language): ``split`` if given, else ``test`` where present, else the
+    first. Per language because suites evaluate some languages on dev where no labelled test exists."""
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -116,7 +122,7 @@ def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
             raise UserError(f"no records for split {split!r}; the runs have: {found}")
         return kept
     parts = []
-    for _, group in frame.groupby(["model", "task"], sort=False):
+    for _, group in frame.groupby(["model", "task", "lang"], sort=False):
         splits = sorted(group["split"].unique())
         chosen = "test" if "test" in splits else splits[0]
         parts.append(group[group["split"] == chosen])

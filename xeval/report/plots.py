@@ -30,18 +30,19 @@ KINDS = ("layers", "languages", "gap")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 _METRIC_LABELS = {
-    "f1": "F1", "em": "exact match", "accuracy": "accuracy", "acc": "accuracy", "aer": "AER",
-    "token_accuracy": "token accuracy", "acc_mean": "top-1 accuracy, mean of both directions",
-    "acc_en2xx": "top-1 accuracy, en→xx", "acc_xx2en": "top-1 accuracy, xx→en", "p@1": "precision@1",
-    "precision": "precision", "recall": "recall",
+    "f1": "F1", "em": "exact match", "exact_match": "exact match", "accuracy": "accuracy", "aer": "AER",
+    "token_accuracy": "token accuracy", "accuracy_mean": "top-1 accuracy, mean of both directions",
+    "accuracy_en_xx": "top-1 accuracy, en→xx", "accuracy_xx_en": "top-1 accuracy, xx→en",
+    "precision_at_1": "precision@1", "precision": "precision", "recall": "recall",
 }
+_TASK_METRIC_LABELS = {("tatoeba", "accuracy"): "top-1 accuracy, en→xx", ("bucc", "f1"): "mining F1"}
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
                      "axes.spines.top": False, "axes.spines.right": False})
 
 
-def metric_label(metric: str) -> str:
-    text = _METRIC_LABELS.get(metric, metric.replace("_", " "))
+def metric_label(metric: str, task: str = "") -> str:
+    text = _TASK_METRIC_LABELS.get((task, metric)) or _METRIC_LABELS.get(metric, metric.replace("_", " "))
     return f"{text} (%{', lower is better' if lower_is_better(metric) else ''})"
 
 
@@ -68,7 +69,7 @@ def plot_layers(results: Results):
                 label="universal layer (best)")
         ax.set_title(f"{task_title(task)}: layer sweep")
         ax.set_xlabel("layer (hidden_states index; 0 = embeddings)")
-        ax.set_ylabel(metric_label(metric))
+        ax.set_ylabel(metric_label(metric, task))
         ax.set_xticks(sorted(sweep.columns))
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
@@ -114,7 +115,7 @@ def plot_languages(results: Results):
         ax.set_xlim(-0.6, len(langs) - 0.4)
         ax.set_title(task_title(task))
         ax.set_xlabel("language")
-        ax.set_ylabel(metric_label(metric))
+        ax.set_ylabel(metric_label(metric, task))
         ax.grid(True, axis="y", alpha=0.3)
         ax.margins(y=0.12)
         for handle, label in zip(*ax.get_legend_handles_labels()):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from xeval.errors import UserError
+from xeval.metrics.xtreme import task_summary
 from xeval.report.frame import (
     NO_LAYER,
     QA_TASKS,
@@ -104,11 +105,13 @@ class Results:
         self.stats = seed_stats(self.long)
 
     def _select_layers(self, frame: pd.DataFrame, layer) -> pd.DataFrame:
+        """Per (model, probe, setting): the best layer by the headline metric averaged over languages (lowest
+        layer on ties), or ``layer``."""
         layered = frame["layer"] != NO_LAYER
         if not layered.any():
             return frame
         keep = [frame[~layered]]
-        for key, group in frame[layered].groupby(["model", "task", "split", "setting"], sort=False):
+        for key, group in frame[layered].groupby(["model", "task", "setting"], sort=False):
             sweep = layer_sweep(group)
             if layer in (None, "best"):
                 metric = headline_metric(key[1], group["metric"])
@@ -134,7 +137,7 @@ class Results:
 
 
 def layer_sweep(frame: pd.DataFrame) -> pd.DataFrame:
-    """metric × layer: the mean over languages of the seed means (for one model/task/split/setting)."""
+    """metric × layer: the mean over languages of the seed means (for one model/task/setting)."""
     stats = seed_stats(frame)
     per_lang = stats.groupby(["metric", "layer", "lang"])["mean"].mean()
     return per_lang.groupby(level=["metric", "layer"]).mean().unstack("layer")
@@ -161,8 +164,8 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             raise UserError(f"no records for task {task!r}; the runs have: {', '.join(results.tasks())}")
         langs = order_languages(stats["lang"])
         mean_rows, std_rows, index = [], [], []
-        for (model, setting, split, layer, metric), group in stats.groupby(
-                ["model", "setting", "split", "layer", "metric"], sort=False):
+        for (model, setting, layer, metric), group in stats.groupby(["model", "setting", "layer", "metric"],
+                                                                    sort=False):
             means = group.set_index("lang")["mean"].reindex(langs)
             stds = group.set_index("lang")["std"].reindex(langs)
             covered = means.notna().all()
@@ -170,7 +173,7 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             if covered and group["n_seeds"].max() >= 2:
                 raw = results.long[(results.long["model"] == model) & (results.long["task"] == task)
                                    & (results.long["setting"] == setting) & (results.long["metric"] == metric)
-                                   & (results.long["layer"] == layer) & (results.long["split"] == split)]
+                                   & (results.long["layer"] == layer)]
                 avg_std = _seed_average_std(raw, langs)
             label = results.row(model, setting) + ("" if layer == NO_LAYER else f" · L{layer}")
             index.append((label, metric))
@@ -181,9 +184,8 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
         std = pd.DataFrame(std_rows, index=idx, columns=[*langs, AVG])
         mean = _order_metrics(mean, task)
         std = std.loc[mean.index]
-        splits = ", ".join(sorted(stats["split"].unique()))
         seeds = int(stats["n_seeds"].max())
-        notes = [f"split: {splits}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
+        notes = [f"{_splits_note(stats, langs)}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
         if (stats["layer"] != NO_LAYER).any():
             notes.append("probes: L = hidden_states index (0 = embeddings); the best layer by mean over languages "
                          "unless --layer is given")
@@ -192,6 +194,14 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
         tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
                             bold_within="metric", notes=notes))
     return tables
+
+
+def _splits_note(stats: pd.DataFrame, langs: list[str]) -> str:
+    by_split = stats.groupby("split")["lang"].unique()
+    if len(by_split) == 1:
+        return f"split: {by_split.index[0]}"
+    parts = [f"{split} for {', '.join(x for x in langs if x in set(found))}" for split, found in by_split.items()]
+    return "splits: " + "; ".join(parts)
 
 
 def _order_metrics(mean: pd.DataFrame, task: str) -> pd.DataFrame:
@@ -211,70 +221,60 @@ def task_title(task: str) -> str:
     return name if name.lower() == task.lower() else f"{name} ({task})"
 
 
-def task_scores(results: Results) -> pd.DataFrame:
-    """(row label, task, metric) -> mean over languages of the seed means, for the XTREME tasks."""
-    rows = []
+def task_blocks(results: Results) -> dict[str, dict[str, dict]]:
+    """{row label: {XTREME task: XTREME's task block}} from the seed means, through the official aggregation
+    (``xeval.metrics.xtreme.task_summary``: per-metric language averages and ``avg_metric``, QA = (EM + F1) / 2)."""
+    out: dict[str, dict[str, dict]] = {}
     for (model, setting, task), group in results.stats.groupby(["model", "setting", "task"], sort=False):
         canon = xtreme_task(task)
         if canon is None:
             continue
-        metrics = ("f1", "em") if canon in QA_TASKS else (headline_metric(task, group["metric"]),)
-        for metric in metrics:
-            values = group[group["metric"] == metric]["mean"]
-            if len(values):
-                rows.append((results.row(model, setting), canon, metric, float(values.mean())))
-    return pd.DataFrame(rows, columns=["row", "task", "metric", "score"])
+        per_lang: dict[str, dict[str, float]] = {}
+        for row in group.itertuples(index=False):
+            metric = "exact_match" if row.metric == "em" else row.metric
+            per_lang.setdefault(row.lang, {})[metric] = float(row.mean)
+        out.setdefault(results.row(model, setting), {})[canon] = task_summary(canon, per_lang)
+    return out
 
 
-def xtreme_score(scores: dict[str, float | None]) -> float | None:
-    """XTREME's overall score: the unweighted mean over the seven tasks, QA tasks as (EM + F1) / 2; None unless
-    every task is present. ``scores`` maps ``"<task>"`` and, for QA, ``"<task>.f1"`` / ``"<task>.em"``."""
-    # TODO(D): use the XTREME aggregation from xeval/metrics once it lands, so the number has one definition.
-    per_task = []
-    for task in XTREME_TASKS:
-        if task in QA_TASKS:
-            f1, em = scores.get(f"{task}.f1"), scores.get(f"{task}.em")
-            value = None if f1 is None or em is None else (f1 + em) / 2
-        else:
-            value = scores.get(task)
-        if value is None or np.isnan(value):
-            return None
-        per_task.append(value)
-    return float(np.mean(per_task))
+def xtreme_score(blocks: dict[str, dict]) -> float | None:
+    """The XLM-E main table's average: the unweighted mean of the seven tasks' ``avg_metric`` (QA tasks count
+    (EM + F1) / 2), None unless all seven are present. (XTREME's own ``all_task`` also needs BUCC and Tatoeba;
+    the XLM-E table leaves retrieval out.)"""
+    values = [blocks.get(task, {}).get("avg_metric") for task in XTREME_TASKS]
+    if any(v is None or np.isnan(v) for v in values):
+        return None
+    return float(np.mean(values))
 
 
 def summary_table(results: Results) -> Table:
-    scores = task_scores(results)
-    if scores.empty:
+    blocks = task_blocks(results)
+    if not blocks:
         raise UserError("no XTREME task records (udpos, panx, xquad, mlqa, tydiqa, xnli, pawsx) for a summary")
-    columns, pairs = [], []
+    columns, pairs, sources = [], [], {}
     for task, name in XTREME_TASKS.items():
         if task in QA_TASKS:
             columns += [f"{name} F1", f"{name} EM"]
             pairs.append((f"{name} F1", f"{name} EM", f"{name} F1 / EM"))
+            sources[f"{name} F1"], sources[f"{name} EM"] = (task, "avg_f1"), (task, "avg_exact_match")
         else:
-            columns.append(f"{name} {'F1' if task in ('udpos', 'panx') else 'Acc'}")
-    rows = list(dict.fromkeys(scores["row"]))
-    mean = pd.DataFrame(np.nan, index=pd.Index(rows, name="model"), columns=[*columns, "Avg"])
-    for row, group in scores.groupby("row", sort=False):
-        lookup = {}
-        for _, s in group.iterrows():
-            name = XTREME_TASKS[s["task"]]
-            if s["task"] in QA_TASKS:
-                mean.loc[row, f"{name} {s['metric'].upper()}"] = s["score"]
-                lookup[f"{s['task']}.{s['metric']}"] = s["score"]
-            else:
-                col = next(c for c in columns if c.startswith(name + " ") and not c.endswith((" EM",)))
-                mean.loc[row, col] = s["score"]
-                lookup[s["task"]] = s["score"]
-        avg = xtreme_score(lookup)
+            column = f"{name} {'F1' if task in ('udpos', 'panx') else 'Acc'}"
+            columns.append(column)
+            sources[column] = (task, "avg_metric")
+    mean = pd.DataFrame(np.nan, index=pd.Index(list(blocks), name="model"), columns=[*columns, "Avg"])
+    for row, by_task in blocks.items():
+        for column, (task, key) in sources.items():
+            value = by_task.get(task, {}).get(key)
+            if value is not None:
+                mean.loc[row, column] = value
+        avg = xtreme_score(by_task)
         mean.loc[row, "Avg"] = np.nan if avg is None else avg
-    groups = [(header, [c for c in columns if any(c.startswith(XTREME_TASKS[t] + " ") for t in tasks)])
-              for header, tasks in XTREME_GROUPS.items()]
-    langs = results.stats[results.stats["task"].map(xtreme_task).notna()].groupby("task")["lang"].nunique()
+    groups = [(header, [c for c in columns if sources[c][0] in tasks]) for header, tasks in XTREME_GROUPS.items()]
+    xtreme = results.stats[results.stats["task"].map(xtreme_task).notna()]
+    langs = xtreme.groupby("task")["lang"].nunique()
     notes = ["task scores average each task's languages as run ("
              + ", ".join(f"{t}: {n}" for t, n in langs.items()) + " languages); QA cells are F1 / EM",
-             "Avg is the XTREME score (QA as (F1 + EM) / 2), shown only when all seven tasks were run"]
+             "Avg: mean over the seven tasks (QA as (F1 + EM) / 2), shown only when all seven were run"]
     return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups, notes=notes,
                  stacked_headers=True)
 
