@@ -1,0 +1,226 @@
+"""Zero-shot cross-lingual transfer, the part every fine-tuning family shares.
+
+For each seed: fine-tune a fresh copy of the backbone on the card's training set (English, or the target
+language's translated training set under ``translate-train``), select on the English dev set, then predict and
+score every language's evaluation split and store one record per (task, language, split, seed).
+
+Resume: a seed whose units are all stored is skipped without training; a partly stored seed trains once and
+evaluates only the missing languages. Predictions are kept beside the records
+(``<out>/<model>/<task>/predictions/<lang>.<split>.s<seed>.<tsv|json>``) so ``--export-predictions`` can lay out
+an XTREME submission folder even for units stored by an earlier run.
+
+A family (tagging, classification, QA) supplies a ``Family`` subclass: features, head, prediction, metrics and
+the submission file format; this module owns the loop, the records and the files.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from torch import nn
+
+from xeval.adapters.training import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
+from xeval.atomic import write_text
+from xeval.errors import ConfigError
+from xeval.results import Record, Unit, _slug, stamp
+
+SETTINGS = ("zero-shot", "translate-train")
+TRANSLATE_SPLIT = "translate-train"  # the split a card names for translated training data (per target language)
+
+
+class Family:
+    """What a fine-tuning family supplies. ``predict`` returns one prediction per example, in order."""
+
+    suffix = "tsv"  # XTREME submission file type: "tsv" (tags, labels) or "json" (QA)
+    defaults: dict = {}  # recipe defaults of the family, under the card's recipe and the command line
+
+    def __init__(self, card, ctx, recipe: Recipe):
+        self.card, self.ctx, self.recipe = card, ctx, recipe
+        self.encoder = ctx.encoder
+        self.tokenizer = ctx.encoder.tokenizer
+        self.max_length = min(recipe.max_length, ctx.encoder.max_length)
+
+    def setup(self, train_examples: list) -> None:
+        """Learn what the family needs from the training data (e.g. the label set)."""
+
+    def build_model(self, backbone: nn.Module) -> nn.Module:
+        raise NotImplementedError
+
+    def features(self, examples: list) -> list[dict]:
+        raise NotImplementedError
+
+    def predict(self, model: nn.Module, examples: list) -> list:
+        raise NotImplementedError
+
+    def score(self, predictions: list, examples: list, lang: str) -> dict[str, float]:
+        raise NotImplementedError
+
+    def format_predictions(self, predictions: list, examples: list) -> str:
+        raise NotImplementedError
+
+    def format_gold(self, examples: list) -> str:
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """Family options that decide the numbers (recorded in every result's ``config``)."""
+        return {"max_length": self.max_length}
+
+
+# --------------------------------------------------------------------------------------------------- data access
+
+
+_CACHE: dict[tuple, list] = {}
+_CACHE_SIZE = 6  # a run reads train, dev and each test split; training sets are read again for every seed
+
+
+def load(card, lang: str, split: str, ctx) -> list:
+    """The card's examples (with its deterministic subsampling), kept for a while: a multi-seed or
+    translate-train run reads the same training file many times."""
+    from xeval.data.sources import load_examples
+
+    key = (card.hash, lang, split, ctx.data)
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = load_examples(card, lang, split, ctx.data, seed=0)
+    return _CACHE[key]
+
+
+def data_identity(card, lang: str, split: str, ctx) -> dict:
+    from xeval.data.sources import data_identity as identity
+
+    return identity(card, lang, split, ctx.data)
+
+
+def _train_source(card, setting: str, lang: str) -> tuple[str, str]:
+    """(language, split) of the training data for ``lang`` under ``setting``."""
+    if not card.train:
+        raise ConfigError(f"task {card.name!r} has no training set; it is not a fine-tuning task")
+    if setting == "zero-shot":
+        return card.train["lang"], card.train["split"]
+    return lang, card.train.get("translated", TRANSLATE_SPLIT)
+
+
+# --------------------------------------------------------------------------------------------------- the loop
+
+
+def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
+    setting = ctx.options.get("setting", "zero-shot")
+    if setting not in SETTINGS:
+        raise ConfigError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")
+    recipe = Recipe.build(family_cls.defaults, card.recipe, ctx.options.get("recipe"))
+    records: list[Record] = []
+    for seed in ctx.seeds:
+        # zero-shot: one model per seed for all languages; translate-train: one per seed and target language
+        groups = [(None, list(langs))] if setting == "zero-shot" else [(lang, [lang]) for lang in langs]
+        for train_lang, group in groups:
+            records += _run_group(card, group, train_lang, seed, setting, recipe, ctx, family_cls)
+    return records
+
+
+def _unit(card, lang: str, seed: int, setting: str, ctx) -> Unit:
+    return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=card.split_for(lang), seed=seed,
+                layer=None, setting=setting)
+
+
+def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) -> list[Record]:
+    units = {lang: _unit(card, lang, seed, setting, ctx) for lang in langs}
+    missing = [lang for lang in langs if not ctx.store.has(units[lang])]
+    found = [ctx.store.get(units[lang]) for lang in langs if lang not in missing]
+    family = family_cls(card, ctx, recipe)
+    out: list[Record] = [r for r in found if r is not None]
+    if missing:
+        lang_t, split_t = _train_source(card, setting, train_lang or card.train["lang"])
+        train = subsample(load(card, lang_t, split_t, ctx), recipe.max_train)
+        family.setup(train)
+        dev = _dev_set(card, recipe, ctx)
+        model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}")
+        for lang in missing:
+            out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx))
+        del model
+    if ctx.export_dir or ctx.options.get("export_labels"):
+        _export(card, langs, units, family, recipe, ctx)
+    return out
+
+
+def _dev_set(card, recipe: Recipe, ctx) -> list:
+    """The English dev set used for model selection (XTREME selects on the training language's dev set)."""
+    if recipe.select != "dev":
+        return []
+    lang = card.train["lang"]
+    try:
+        return load(card, lang, "dev", ctx)[: recipe.max_dev] if recipe.max_dev else load(card, lang, "dev", ctx)
+    except ConfigError:
+        return []  # the card names no dev split: keep the last weights
+
+
+def _train(family: Family, train: list, dev: list, seed: int, recipe: Recipe, ctx, desc: str):
+    set_seed(seed)  # the head's initialisation depends on the seed too
+    model = family.build_model(backbone_copy(family.encoder))
+    metric = family.card.metric
+    evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
+    report = fine_tune(model, family.features(train), recipe, seed, _pad_id(family.tokenizer), evaluate,
+                       device=family.encoder.device, desc=desc)
+    return model, report
+
+
+def _pad_id(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+
+def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev, train_source, ctx) -> Record:
+    card, recipe = family.card, family.recipe
+    start = time.perf_counter()
+    examples = load(card, unit.lang, unit.split, ctx)
+    if recipe.max_eval:
+        examples = examples[: recipe.max_eval]
+    if not examples:
+        raise ConfigError(f"task {card.name!r}: no {unit.split} examples for {unit.lang!r}")
+    predictions = family.predict(model, examples)
+    metrics = {k: round(float(v), 6) for k, v in family.score(predictions, examples, unit.lang).items()}
+    write_text(_prediction_path(ctx, unit, family.suffix), family.format_predictions(predictions, examples))
+    record = Record(
+        unit=unit,
+        metrics=metrics,
+        n_examples=len(examples),
+        model=ctx.encoder.identity(),
+        data=data_identity(card, unit.lang, unit.split, ctx),
+        card=card.identity(),
+        config={
+            "recipe": recipe.to_json(),
+            "setting": unit.setting,
+            "train": {"lang": train_source[0], "split": train_source[1], "n_examples": len(train),
+                      "data": data_identity(card, train_source[0], train_source[1], ctx)},
+            "selection": {"on": f"{card.train['lang']}/dev", "metric": card.metric, "n_examples": len(dev)}
+            if dev else {"on": "last"},
+            **family.config(),
+        },
+        provenance=stamp(time.perf_counter() - start),
+        extra={"training": report.to_json()},
+    )
+    ctx.store.put(record)
+    return record
+
+
+def _prediction_path(ctx, unit: Unit, suffix: str) -> Path:
+    return ctx.store.path(unit).parent / "predictions" / f"{Path(unit.filename()).stem}.{suffix}"
+
+
+def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
+    """XTREME's submission layout: ``<dir>/<task>/test-<lang>.<tsv|json>`` (``<dir>/s<seed>/...`` when a run has
+    several seeds). ``export_labels`` writes the gold of exactly the evaluated examples in the same layout, so a
+    subsampled run can be re-scored with ``xeval score``."""
+    several = len(ctx.seeds) > 1
+    for lang in langs:
+        unit = units[lang]
+        rel = Path(f"s{unit.seed}" if several else "") / _slug(card.name) / f"test-{_slug(lang)}.{family.suffix}"
+        if ctx.export_dir:
+            source = _prediction_path(ctx, unit, family.suffix)
+            if source.is_file():
+                write_text(Path(ctx.export_dir) / rel, source.read_text(encoding="utf-8"))
+        if ctx.options.get("export_labels"):
+            examples = load(card, lang, unit.split, ctx)
+            if recipe.max_eval:
+                examples = examples[: recipe.max_eval]
+            write_text(Path(ctx.options["export_labels"]) / rel, family.format_gold(examples))

@@ -1,0 +1,77 @@
+"""``python -m xeval run``: fine-tune and probe one model on a suite (see ``xeval.runner``)."""
+
+from __future__ import annotations
+
+NAME = "run"
+HELP = "evaluate a model on a suite: fine-tune on English, test every language, store and print the results"
+
+# Recipe overrides with their own flags (any other recipe field: --set key=value).
+_RECIPE_FLAGS = {
+    "max_train": (int, "train on N examples (a fixed subsample, the same for every seed)"),
+    "max_dev": (int, "select the model on the first N English dev examples"),
+    "max_eval": (int, "evaluate the first N examples of each language"),
+    "epochs": (float, "training epochs"),
+    "max_steps": (int, "stop training after N optimiser steps"),
+    "learning_rate": (float, "peak learning rate"),
+    "batch_size": (int, "examples per optimiser step"),
+    "max_length": (int, "tokens per input (capped by the model's limit)"),
+    "eval_every": (int, "evaluate on the English dev set every N steps (and at each epoch end)"),
+}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, help="hub id, local Hugging Face folder or engine checkpoint")
+    parser.add_argument("--suite", required=True, help="suite name (tasks/suites/<name>.yaml), e.g. xtreme, xtreme-mini")
+    parser.add_argument("--tasks", help="comma-separated tasks of the suite (default: all)")
+    parser.add_argument("--langs", help="comma-separated languages (default: each task's own)")
+    parser.add_argument("--seeds", default="1", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")
+    parser.add_argument("--data", help="data folder (XTREME download or ../shared/data layout), or 'hub'")
+    parser.add_argument("--out", default="runs", help="result store folder (default: runs)")
+    parser.add_argument("--export-predictions", metavar="DIR",
+                        help="write XTREME's submission layout <DIR>/<task>/test-<lang>.tsv|json")
+    parser.add_argument("--export-labels", metavar="DIR",
+                        help="write the gold of exactly the evaluated examples in the same layout (for xeval score)")
+    parser.add_argument("--overwrite", action="store_true", help="recompute units that are already stored")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, mps or auto (default)")
+    parser.add_argument("--layers", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
+    parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
+                        help="zero-shot (train on English) or translate-train (the card's translated training data)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
+    for name, (kind, text) in _RECIPE_FLAGS.items():
+        group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text)
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="any other recipe field, e.g. --set warmup_ratio=0.1 (repeatable)")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def run(args) -> int:
+    from xeval.errors import UserError
+    from xeval.runner import RunOptions, format_tables, parse_seeds
+    from xeval.runner import run as run_suite
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
+              if getattr(args, f"recipe_{name}") is not None}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--set: expected KEY=VALUE, found {item!r}")
+        recipe[key.strip()] = value.strip()
+    opts = RunOptions(
+        model=args.model, suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
+        seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
+        export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
+        setting=args.setting, recipe=recipe,
+        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
+    )
+    records = run_suite(opts)
+    print()
+    print(format_tables(records))
+    return 0

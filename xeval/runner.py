@@ -1,0 +1,178 @@
+"""``xeval run``: evaluate one model on a suite.
+
+Loads the Encoder once, dispatches every card of the suite through ``xeval.adapters.get_adapter(card.type)``
+(fine-tuning families and probes alike), and summarises the records: mean ± standard deviation over seeds, one
+table per task with a row per language. Records are stored as they are computed, so an interrupted run resumes
+where it stopped (``--overwrite`` recomputes).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xeval.errors import ConfigError, UserError
+
+
+@dataclass
+class RunOptions:
+    model: str
+    suite: str
+    tasks: list[str] | None = None
+    langs: list[str] | None = None
+    seeds: list[int] = field(default_factory=lambda: [1])
+    data: str | None = None
+    out: str = "runs"
+    export_predictions: str | None = None
+    export_labels: str | None = None
+    overwrite: bool = False
+    device: str = "auto"
+    layers: str | None = None  # "all" | "k,k,..." | None (each card's default)
+    setting: str = "zero-shot"
+    recipe: dict = field(default_factory=dict)  # recipe overrides for the fine-tuning tasks
+    options: dict = field(default_factory=dict)  # further task options passed through to the adapters
+
+
+def parse_seeds(text: str | int) -> list[int]:
+    """``3`` -> seeds 1, 2, 3; ``1,5,7`` -> exactly those."""
+    text = str(text).strip()
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        else:
+            seeds = list(range(1, int(text) + 1))
+    except ValueError:
+        raise UserError(f"--seeds: expected a count (3) or a list (1,2,5), found {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds: expected at least one seed and no repeats, found {text!r}")
+    return seeds
+
+
+def parse_layers(text: str | None, num_layers: int) -> list[int] | None:
+    if text is None:
+        return None
+    if text == "all":
+        return list(range(num_layers + 1))
+    try:
+        layers = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--layers: expected 'all' or indices like 0,6,12, found {text!r}") from None
+    bad = [k for k in layers if not 0 <= k <= num_layers]
+    if bad or not layers:
+        raise UserError(f"--layers: layers must lie in 0..{num_layers} (hidden_states indices), found {text!r}")
+    return layers
+
+
+def select_cards(suite, tasks: list[str] | None, langs: list[str] | None) -> list[tuple[object, list[str]]]:
+    """(card, languages) pairs the run covers, in suite order; unknown tasks are an error, languages a card does
+    not have are skipped for that card (and an error when no card has any of them)."""
+    cards = suite.cards
+    if tasks:
+        names = [c.name for c in cards]
+        unknown = [t for t in tasks if t not in names]
+        if unknown:
+            raise ConfigError(f"suite {suite.name!r} has no task {', '.join(unknown)}; it has {', '.join(names)}")
+        cards = [c for c in cards if c.name in tasks]
+    chosen = []
+    for card in cards:
+        card_langs = [lang for lang in card.languages if langs is None or lang in langs]
+        if card_langs:
+            chosen.append((card, card_langs))
+    if not chosen:
+        raise ConfigError(f"no task of suite {suite.name!r} covers the languages {', '.join(langs or [])}")
+    return chosen
+
+
+def resolve_device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def run(opts: RunOptions, echo=print) -> list:
+    """Run every selected unit (or find it stored); return all records of the run."""
+    from xeval.adapters import RunContext, get_adapter
+    from xeval.data.sources import DataRoot
+    from xeval.encoders import Encoder
+    from xeval.results import Store
+    from xeval.tasks import load_suite
+
+    suite = load_suite(opts.suite)
+    chosen = select_cards(suite, opts.tasks, opts.langs)
+    data = DataRoot.resolve(opts.data)
+    adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
+    encoder = Encoder(opts.model, device=resolve_device(opts.device))
+    ctx = RunContext(
+        encoder=encoder,
+        data=data,
+        store=Store(opts.out, overwrite=opts.overwrite),
+        seeds=list(opts.seeds),
+        layers=parse_layers(opts.layers, encoder.num_layers),
+        export_dir=Path(opts.export_predictions) if opts.export_predictions else None,
+        options={"setting": opts.setting, "recipe": dict(opts.recipe), "export_labels": opts.export_labels,
+                 **opts.options},
+    )
+    echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
+         f"data {data.describe()}, results in {opts.out}")
+    records = []
+    for card, langs in chosen:
+        echo(f"- {card.name} ({card.type}): {', '.join(langs)}")
+        records.extend(adapters[card.name].run(card, langs, ctx))
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------- summary
+
+
+def summarise(records) -> dict:
+    """{(task, setting, layer): {(lang, split): {metric: (mean, std, n_seeds)}}} over seeds (sample std; 0 for
+    one seed), plus n_examples under the pseudo-metric "n"."""
+    groups: dict = defaultdict(lambda: defaultdict(list))  # insertion order: suite order of the tasks
+    for rec in records:
+        u = rec.unit
+        groups[(u.task, u.setting, u.layer)][(u.lang, u.split)].append(rec)
+    out: dict = {}
+    for key, by_lang in groups.items():
+        out[key] = {}
+        for lang_split, recs in by_lang.items():
+            metrics = {}
+            for name in recs[0].metrics:
+                values = [r.metrics[name] for r in recs if name in r.metrics]
+                std = statistics.stdev(values) if len(values) > 1 else 0.0
+                metrics[name] = (statistics.fmean(values), std, len(values))
+            metrics["n"] = (recs[0].n_examples, 0.0, len(recs))
+            out[key][lang_split] = metrics
+    return out
+
+
+def format_tables(records) -> str:
+    """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
+    unweighted mean over languages (the per-task number XTREME averages)."""
+    blocks = []
+    for (task, setting, layer), rows in summarise(records).items():
+        names = [m for m in next(iter(rows.values())) if m != "n"]
+        seeds = max(v["n"][2] for v in rows.values())
+        title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
+        header = ["lang", "split", "n"] + names
+        body = []
+        for (lang, split), metrics in sorted(rows.items()):
+            cells = [lang, split, str(metrics["n"][0])]
+            for name in names:
+                mean, std, k = metrics.get(name, (float("nan"), 0.0, 0))
+                cells.append(f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}")
+            body.append(cells)
+        if len(rows) > 1:
+            avg = ["avg", "", ""]
+            for name in names:
+                values = [m[name][0] for m in rows.values() if name in m]
+                avg.append(f"{statistics.fmean(values):.1f}")
+            body.append(avg)
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in body]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
