@@ -63,6 +63,7 @@ def cards(world: World) -> dict[str, dict]:
             "description": f"Extractive QA (SQuAD v1.1 format) over generated facts in {where}. Zero-shot from {base}.",
             "metric": "f1", "metrics": ["f1", "exact_match"],
             "files": {"xtreme": _split_files("qa", "json")}, **finetune,
+            "recipe": {**FINETUNE_RECIPE, "max_length": 256},
         },
         "synth_tatoeba": {
             "type": "retrieval", "format": "tatoeba",
@@ -71,7 +72,7 @@ def cards(world: World) -> dict[str, dict]:
             "train": None, "eval_split": "test",
             "files": {"xtreme": {"test": {"src": f"tatoeba/tatoeba.{{lang}}-{base}.{{lang}}",
                                           "tgt": f"tatoeba/tatoeba.{{lang}}-{base}.{base}"}}},
-            "recipe": {"pooling": "mean", "distance": "cosine"},
+            "recipe": {"pooling": "mean", "layers": "all"},
             "notes": [f"the pivot language is {base}: metrics named en_xx / xx_en mean {base}->xx / xx->{base}"],
             **common,
         },
@@ -82,6 +83,7 @@ def cards(world: World) -> dict[str, dict]:
             "metrics": ["aer", "precision", "recall", "f1"], "train": None, "eval_split": "test",
             "files": {"xtreme": {"test": {"text": "word_alignment/{lang}.src-tgt", "gold": "word_alignment/{lang}.gold",
                                           "gold_base": 1}}},
+            "recipe": {"layers": "all"},
             "notes": ["gold files are 1-based, sure links only (every word has exactly one translation)"],
             **common,
         },
@@ -92,6 +94,7 @@ def cards(world: World) -> dict[str, dict]:
             "metrics": ["precision_at_1", "precision_at_5"], "train": None, "eval_split": "test",
             "files": {"xtreme": {"test": "dictionaries/{lang}.test.txt", "train": "dictionaries/{lang}.train.txt",
                                  "full": "dictionaries/{lang}.txt"}},
+            "recipe": {"layers": "all"},
             **common,
         },
     }  # fmt: skip
