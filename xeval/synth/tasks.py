@@ -94,16 +94,18 @@ def _variation(sampler: Sampler, sentence: Sentence) -> Sentence:
 
 
 def _changed_argument(sampler: Sampler, sentence: Sentence) -> Sentence:
-    """A different meaning with (mostly) the same words: subject and object swapped, or one replaced."""
+    """A different meaning with (mostly) the same words: subject and object swapped, or the object replaced by
+    another of the same length (so sentence length never gives the label away)."""
     clause = sentence.clauses[0]
     subj_words = [s[1] for s in clause.subj.slots()]
-    obj_words = [s[1] for s in clause.obj.slots()]
-    if subj_words != obj_words and sampler.rng.random() < 0.7:
+    obj_words = [concept(s[1]) for s in clause.obj.slots()]
+    if subj_words != [s[1] for s in clause.obj.slots()] and sampler.rng.random() < 0.7:
         changed = replace(clause, subj=clause.obj, obj=clause.subj)
     else:
         while True:
             new = sampler.np(0.5)
-            if [concept(s[1]) for s in new.slots()] != [concept(s) for s in obj_words]:
+            words = [concept(s[1]) for s in new.slots()]
+            if len(words) == len(obj_words) and words != obj_words:
                 break
         changed = replace(clause, obj=new)
     return replace(sentence, clauses=(changed,))
