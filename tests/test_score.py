@@ -18,7 +18,7 @@ from xeval.cli import main
 from xeval.data.tatoeba import TATOEBA_XTREME
 from xeval.errors import DataError, UserError
 from xeval.metrics.xtreme import XTREME, XTREME_R
-from xeval.scoring import read_tags, score_submission
+from xeval.scoring import read_tags, score_submission, write_predictions
 
 N_SENTENCES = 40  # tagging sentences per language
 N_LINES = 200  # classification / tatoeba lines per language
@@ -101,6 +101,18 @@ def labels(data_root: Path, tmp_path_factory) -> Path:
     gold = require_file(data_root, "bucc2018/zh-en.dev.gold").read_text(encoding="utf-8").splitlines()
     _write_lines(root / "bucc2018" / "test-zh.tsv", gold)
     return root
+
+
+def score_file_for(spec, pred: Path, gold: Path) -> dict:
+    from xeval.scoring import score_file
+
+    if spec.metric in ("squad", "mlqa"):  # labels are SQuAD JSON: build them from the answers
+        answers = json.loads(gold.read_text(encoding="utf-8"))
+        qas = [{"id": q, "answers": [{"text": a, "answer_start": 0}]} for q, a in answers.items()]
+        gold.write_text(
+            json.dumps({"data": [{"paragraphs": [{"context": "", "qas": qas}]}]}), encoding="utf-8"
+        )
+    return score_file(spec, "zh", pred, gold, [])
 
 
 def _gold_as_predictions(labels: Path, out: Path) -> Path:
@@ -386,3 +398,29 @@ def test_xtreme_r_benchmark(tmp_path):
     assert result["classification"] == pytest.approx((xnli + 100) / 2)
     assert result["all_task"] == pytest.approx((xnli + 100 + 100 + 100 + 3 * qa + 50 + 50 + 100) / 10)
     assert len(result["udpos"]["f1"]) == 38 and len(result["tatoeba"]["accuracy"]) == 41
+
+
+def test_write_predictions_round_trips(tmp_path):
+    """What adapters export with ``write_predictions`` re-scores to the same numbers."""
+    tasks = XTREME.tasks
+    cases = {
+        "udpos": [["DET", "NOUN"], ["VERB"]],
+        "xnli": ["neutral", "entailment"],
+        "bucc2018": [("zh-1", "en-2")],
+        "mlqa": {"q1": "北京", "q2": "«Berlin»"},
+    }
+    for task, value in cases.items():
+        write_predictions(tasks[task], tmp_path / "p.out", value)
+        write_predictions(tasks[task], tmp_path / "g.out", value)
+        scores = score_file_for(tasks[task], tmp_path / "p.out", tmp_path / "g.out")
+        assert scores.get("f1", scores.get("accuracy")) == 100.0, task
+
+
+def test_empty_label_file_is_a_data_error(tmp_path):
+    (tmp_path / "l" / "xnli").mkdir(parents=True)
+    (tmp_path / "p" / "xnli").mkdir(parents=True)
+    for lang in XTREME.tasks["xnli"].langs:
+        (tmp_path / "l" / "xnli" / f"test-{lang}.tsv").write_text("")
+        (tmp_path / "p" / "xnli" / f"test-{lang}.tsv").write_text("")
+    with pytest.raises(DataError, match=r"l/xnli/test-ar.tsv: accuracy of an empty set is undefined"):
+        score_submission(tmp_path / "p", tmp_path / "l")

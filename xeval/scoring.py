@@ -180,6 +180,13 @@ def _check_answered(pred: Path, label: Path, answered: int, total: int, warnings
 
 def score_file(spec: TaskSpec, lang: str, pred: Path, label: Path, warnings: list[str]) -> dict[str, float]:
     """One task and language: the metrics XTREME's ``evaluate_one_task`` returns (percentages)."""
+    try:
+        return _score_file(spec, lang, pred, label, warnings)
+    except ValueError as err:  # a metric's own check, e.g. an empty label file
+        raise DataError(label, None, str(err)) from None
+
+
+def _score_file(spec: TaskSpec, lang: str, pred: Path, label: Path, warnings: list[str]) -> dict[str, float]:
     if spec.metric == "chunk_f1":
         return _score_tagging(pred, label)
     if spec.metric == "accuracy":
@@ -199,6 +206,26 @@ def score_file(spec: TaskSpec, lang: str, pred: Path, label: Path, warnings: lis
         _check_answered(pred, label, sum(q in predictions for q in gold), len(gold), warnings)
         return map_at_k(predictions, gold, k=20)
     raise ValueError(f"unknown metric kind {spec.metric!r}")
+
+
+def write_predictions(spec: TaskSpec, path: str | Path, predictions) -> None:
+    """Write one ``<task>/test-<lang>.<ext>`` file of the submission layout, in the format ``score_file`` reads.
+
+    ``predictions``: tagging, a list of tag lists (one per sentence); classification and tatoeba, a list of labels;
+    bucc2018, a list of (src id, tgt id) pairs; QA, ``{question id: answer}``; mewslix/lareqa,
+    ``{query id: [ranked ids]}``.
+    """
+    from xeval.atomic import write_text
+
+    if spec.metric == "chunk_f1":
+        text = "".join("\n".join(tags) + "\n\n" for tags in predictions)
+    elif spec.metric == "accuracy":
+        text = "".join(f"{label}\n" for label in predictions)
+    elif spec.metric == "bucc_f1":
+        text = "".join(f"{src}\t{tgt}\n" for src, tgt in predictions)
+    else:
+        text = json.dumps(predictions, ensure_ascii=False, indent=1) + "\n"
+    write_text(path, text)
 
 
 def _subfolders(path: Path, role: str) -> set[str]:
