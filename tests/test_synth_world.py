@@ -198,3 +198,20 @@ def test_cli_writes_a_world_and_rejects_bad_options(tmp_path, capsys):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     assert main(["synth", "--out", str(tmp_path / "other"), *sizes]) == 2
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_bytes_do_not_depend_on_the_hash_seed():
+    """Set/dict order must never leak into the files: two interpreters with different PYTHONHASHSEED agree."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib; from xeval.synth import Sizes, WorldConfig, world_files; "
+            "_, f = world_files(WorldConfig(sizes=Sizes(mono=30, parallel=20, train=10, dev=5, test=6, tatoeba=5, "
+            "alignment=5))); print(hashlib.sha256(f['world.json']).hexdigest())")  # fmt: skip
+    digests = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout  # fmt: skip
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1
