@@ -130,7 +130,7 @@ def _string_map(path: Path, *, lists: bool) -> dict:
 
 
 def _count_error(pred: Path, label: Path, what: str, expected: int, found: int) -> DataError:
-    return DataError(pred, None, f"expected {expected} {what} (as in {label}), found {found}")
+    return DataError(pred, None, f"expected {expected} {what} as in {label}, found {found}")
 
 
 def _score_tagging(pred: Path, label: Path) -> dict[str, float]:
