@@ -101,6 +101,10 @@ def test_probes_best_layer_tatoeba_mean_and_aer(results):
     assert tatoeba.loc[("alpha · L2", "accuracy_xx_en"), "de"] == pytest.approx(60.0)
     assert tatoeba.loc[("alpha · L2", "accuracy_en_xx"), "de"] == pytest.approx(62.0)
     assert tatoeba.loc[("alpha · L2", "accuracy_mean"), "de"] == pytest.approx(61.0)
+    table = _table(language_tables(results), "languages:tatoeba")
+    metrics = list(table.mean.loc["alpha · L2"].index)
+    assert metrics == ["accuracy_en_xx", "accuracy_xx_en", "accuracy_mean"]  # 'accuracy' repeats en->xx
+    assert "accuracy equals accuracy_en_xx (left out)" in table.notes
     aer = _table(language_tables(results), "languages:alignment")
     assert aer.best_mask().columns.tolist() == ["de-en", "avg"]
 

@@ -18,7 +18,8 @@ HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures 
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
     parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "all"], default=None,
-                        help="which table(s); default: all that the runs can fill (none when only --plot is given)")
+                        help="which table(s); default: all that the runs can fill (none when only --plot is given, "
+                             "without --out)")
     parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
                         help="md (GitHub Markdown), latex (booktabs document that compiles as is), csv, or "
                              "baseline (the JSON that xeval compare checks against)")
@@ -50,7 +51,8 @@ def run(args) -> int:
         _emit(dump_baseline(doc), args.out)
         return 0
     results = tables.Results(records, split=args.split, layer=_layer(args.layer))
-    which = args.table or (None if args.plot else "all")
+    # tables unless only figures were asked for (--plot without --table and without --out)
+    which = args.table or ("all" if args.out or not args.plot else None)
     if which:
         built = tables.build(results, which)
         if not built:

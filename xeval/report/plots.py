@@ -113,7 +113,9 @@ def plot_languages(results: Results):
                            label=f"{label}: English")
         ax.set_xticks(x, langs, rotation=90 if len(langs) > 20 else 0)
         ax.set_xlim(-0.6, len(langs) - 0.4)
-        ax.set_title(task_title(task))
+        layers = sorted({int(x) for x in stats["layer"] if x >= 0})
+        where = f" (layer {', '.join(map(str, layers))})" if layers else ""
+        ax.set_title(task_title(task) + where)
         ax.set_xlabel("language")
         ax.set_ylabel(metric_label(metric, task))
         ax.grid(True, axis="y", alpha=0.3)

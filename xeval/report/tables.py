@@ -182,13 +182,17 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
         idx = pd.MultiIndex.from_tuples(index, names=["model", "metric"])
         mean = pd.DataFrame(mean_rows, index=idx, columns=[*langs, AVG])
         std = pd.DataFrame(std_rows, index=idx, columns=[*langs, AVG])
-        mean = _order_metrics(mean, task)
+        head = headline_metric(task, mean.index.get_level_values("metric"))
+        mean, dropped = _drop_duplicate_metrics(mean)
+        mean = _order_metrics(mean, dropped.get(head, head))
         std = std.loc[mean.index]
         seeds = int(stats["n_seeds"].max())
         notes = [f"{_splits_note(stats, langs)}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
         if (stats["layer"] != NO_LAYER).any():
             notes.append("probes: L = hidden_states index (0 = embeddings); the best layer by mean over languages "
                          "unless --layer is given")
+        for name, same in dropped.items():
+            notes.append(f"{name} equals {same} (left out)")
         if mean[AVG].isna().any():
             notes.append("avg left empty for rows that miss languages other rows have")
         tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
@@ -204,11 +208,29 @@ def _splits_note(stats: pd.DataFrame, langs: list[str]) -> str:
     return "splits: " + "; ".join(parts)
 
 
-def _order_metrics(mean: pd.DataFrame, task: str) -> pd.DataFrame:
-    """Headline metric first within each model, the rest alphabetically (stable across runs)."""
+def _drop_duplicate_metrics(mean: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Leave out a metric that repeats a more specific one in every row (Tatoeba's ``accuracy`` is
+    ``accuracy_en_xx``, XTREME's official direction), so the table shows both directions and their mean once."""
     metrics = list(dict.fromkeys(mean.index.get_level_values("metric")))
-    head = headline_metric(task, metrics)
-    rank = {m: (m != head, m) for m in metrics}
+    dropped: dict[str, str] = {}
+    for name in metrics:
+        for other in metrics:
+            if other == name or other in dropped or len(other) <= len(name) or not other.startswith(name):
+                continue
+            a = mean.xs(name, level="metric")
+            b = mean.xs(other, level="metric").reindex(a.index)
+            if a.shape == b.shape and ((a - b).abs().fillna(0) < 1e-9).all().all() and (a.notna() == b.notna()).all().all():
+                dropped[name] = other
+                break
+    keep = ~mean.index.get_level_values("metric").isin(list(dropped))
+    return mean[keep], dropped
+
+
+def _order_metrics(mean: pd.DataFrame, head: str) -> pd.DataFrame:
+    """Headline metric first within each model, then the rest alphabetically with means last (stable across
+    runs; Tatoeba reads en->xx, xx->en, mean)."""
+    metrics = list(dict.fromkeys(mean.index.get_level_values("metric")))
+    rank = {m: (m != head, "mean" in m, m) for m in metrics}
     models = list(dict.fromkeys(mean.index.get_level_values("model")))
     order = sorted(mean.index, key=lambda ix: (models.index(ix[0]), rank[ix[1]]))
     return mean.loc[order]
