@@ -1,0 +1,221 @@
+"""What the four alignment probes (Tatoeba, BUCC, word alignment, lexicon induction) share.
+
+- which layers to probe (``probe_layers``): ``ctx.layers`` when given, else the card's ``recipe.layers``, else all;
+- resume: one result unit per (probe, language, layer); stored units are skipped (``pending``), so a sweep that
+  stopped half-way re-encodes only for the missing layers;
+- one record builder (``make_record``) so every probe records model, data, card, config and provenance alike;
+- options from the card's recipe overridden by the command line (``probe_options``);
+- an optional on-disk cache of pooled sentence vectors (``sentence_vectors``), keyed by the model's content hash,
+  layer, pooling, special-token choice, max length and the texts' hash.
+
+Probes are deterministic (no training, no sampling): their units carry seed 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xeval.atomic import write_text
+from xeval.errors import ConfigError, UserError
+from xeval.provenance import hash_json
+from xeval.results import Record, Unit, stamp
+
+PROBE_SEED = 0
+
+# Options a probe card's recipe (or ``ctx.options``) may set, with their defaults.
+DEFAULTS = {
+    "pooling": "mean",  # Tatoeba/BUCC: mean (XTREME) or cls
+    "include_special": True,  # mean over all tokens incl. <s>/</s> as XTREME does, or word tokens only
+    "batch_size": 32,
+    "max_length": None,  # None: the encoder's limit
+    "cache_dir": None,  # representation cache folder (None: $XEVAL_CACHE or no cache)
+}
+
+
+def probe_layers(card, ctx) -> list[int]:
+    """Hidden-state indices to probe (0 = embeddings, k = transformer layer k; negatives count from the top).
+
+    ``ctx.layers`` when given ("all" or a list); else the card's default for this model depth (``recipe.layers``,
+    ``recipe.layer_for_depth[num_layers]`` or ``recipe.layer``, read as hidden_states indices); else every layer
+    (also when the card's default does not exist in this model, e.g. layer 7 of a 4-layer model).
+    """
+    n = ctx.encoder.num_layers
+    spec = ctx.layers
+    if spec is None:
+        spec = _card_default(card.recipe or {}, n)
+    if spec == "all" or spec == ["all"]:
+        return list(range(n + 1))
+    layers = [spec] if isinstance(spec, int) else list(spec)
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int) or not -(n + 1) <= layer <= n:
+            raise UserError(f"layer {layer!r} out of range: {ctx.encoder.spec} has hidden states 0..{n}")
+        layer = layer % (n + 1)
+        if layer not in out:
+            out.append(layer)
+    return out
+
+
+def _card_default(recipe: dict, n: int):
+    if "layers" in recipe:
+        return recipe["layers"]
+    by_depth = {int(k): v for k, v in (recipe.get("layer_for_depth") or {}).items()}
+    layer = by_depth.get(n, recipe.get("layer"))
+    if isinstance(layer, int) and 0 <= layer <= n:
+        return [layer]
+    return "all"
+
+
+def max_length(options: dict, encoder) -> int:
+    """The option's max length, never above what the model can take."""
+    limit = options.get("max_length")
+    return encoder.max_length if not limit else min(int(limit), encoder.max_length)
+
+
+def probe_options(card, ctx, extra: dict | None = None) -> dict:
+    """The card's recipe over the defaults, with command-line options (``ctx.options``) over both."""
+    defaults = {**DEFAULTS, **(extra or {})}
+    recipe = dict(card.recipe or {})
+    out = {k: recipe.get(k, v) for k, v in defaults.items()}
+    out.update({k: v for k, v in (ctx.options or {}).items() if k in defaults and v is not None})
+    if out["pooling"] not in {"mean", "cls"}:
+        raise ConfigError(f"{card.name}: pooling must be 'mean' or 'cls', found {out['pooling']!r}")
+    if isinstance(out["include_special"], str):
+        out["include_special"] = out["include_special"].lower() in {"1", "true", "yes"}
+    return out
+
+
+def pending(card, lang: str, split: str, ctx, layers: list[int]) -> tuple[list[Record], list[int]]:
+    """Records already stored for this language (in layer order) and the layers still to compute."""
+    found, todo = [], []
+    for layer in layers:
+        unit = unit_for(card, lang, split, ctx, layer)
+        if ctx.store.has(unit):
+            found.append(ctx.store.get(unit))
+        else:
+            todo.append(layer)
+    return found, todo
+
+
+def unit_for(card, lang: str, split: str, ctx, layer: int) -> Unit:
+    return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=split, seed=PROBE_SEED, layer=layer)
+
+
+def card_identity(card) -> dict:
+    ident = getattr(card, "identity", None)
+    return ident() if callable(ident) else {"name": card.name}
+
+
+def data_identity(card, lang: str, split: str, ctx) -> dict:
+    """The ``data`` block of a record (``xeval.data.sources.data_identity``)."""
+    from xeval.data.sources import data_identity as describe
+
+    return describe(card, lang, split, ctx.data)
+
+
+def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
+                duration_s: float, extra: dict | None = None) -> Record:
+    record = Record(
+        unit=unit_for(card, lang, split, ctx, layer),
+        metrics={k: float(v) for k, v in metrics.items()},
+        n_examples=int(n_examples),
+        model=ctx.encoder.identity(),
+        data=data_identity(card, lang, split, ctx),
+        card=card_identity(card),
+        config={"layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k", **config},
+        provenance=stamp(duration_s),
+        extra=extra or {},
+    )
+    ctx.store.put(record)
+    return record
+
+
+@dataclass
+class LayerResult:
+    """What a probe computed for one layer of one language."""
+
+    layer: int
+    metrics: dict[str, float]
+    n_examples: int
+    files: dict[str, str] = field(default_factory=dict)  # prediction files: name -> text, under <export>/<task>/
+    extra: dict = field(default_factory=dict)
+
+
+def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[int]], Iterable[LayerResult]]) -> list:
+    """The probes' ``run``: for each language, skip stored layers, load the examples once, let ``evaluate`` compute
+    every missing layer from one encoding, store one record per layer and write its prediction files.
+
+    Prediction files go to ``<export>/<task>/`` when one layer is probed, else to ``<export>/layer-<k>/<task>/``
+    (each folder a complete submission layout of its own).
+    """
+    layers = probe_layers(card, ctx)
+    records = []
+    for lang in langs:
+        split = card.split_for(lang)
+        found, todo = pending(card, lang, split, ctx, layers)
+        records.extend(found)
+        if not todo:
+            continue
+        start = time.perf_counter()
+        examples = load_examples(card, lang, split, ctx)
+        results = list(evaluate(lang, examples, todo))
+        each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
+        for res in results:
+            if ctx.export_dir is not None:
+                root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
+                for name, text in res.files.items():
+                    write_text(root / card.name / name, text)
+            records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, config,
+                                       each, res.extra))
+    return records
+
+
+def load_examples(card, lang: str, split: str, ctx) -> list:
+    """The card's examples for one language, through the data layer (``xeval.data.sources``)."""
+    from xeval.data.sources import load_examples as load
+
+    return load(card, lang, split, ctx.data)
+
+
+# ------------------------------------------------------------------ sentence vectors (+ optional cache)
+
+
+def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict) -> np.ndarray:
+    """float32 [len(layers), len(texts), H] pooled vectors from one forward pass per batch, via the cache if any.
+
+    Not normalised: callers L2-normalise (retrieval) as they need.
+    """
+    limit = max_length(options, encoder)  # a card's 512 on a small model is the model's limit
+    kwargs = {"pooling": options["pooling"], "include_special": bool(options["include_special"]),
+              "batch_size": int(options["batch_size"]), "max_length": limit}
+    cache = options.get("cache_dir") or os.environ.get("XEVAL_CACHE")
+    if not cache:
+        return encoder.sentence_embeddings(texts, layers=layers, **kwargs)
+    folder = Path(cache) / encoder.weights_hash[:16] / hash_json({**kwargs, "batch_size": None})[:12]
+    text_key = hash_json(texts)[:24]
+    paths = {layer: folder / f"{text_key}.L{layer}.npy" for layer in layers}
+    missing = [layer for layer in layers if not paths[layer].is_file()]
+    fresh = encoder.sentence_embeddings(texts, layers=missing, **kwargs) if missing else None
+    out = np.empty((len(layers), len(texts), encoder.hidden_size), dtype=np.float32)
+    for row, layer in enumerate(layers):
+        if layer in missing:
+            out[row] = fresh[missing.index(layer)]
+            _save_npy(paths[layer], out[row])
+        else:
+            out[row] = np.load(paths[layer], allow_pickle=False)
+    return out
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    from xeval.atomic import atomic_path
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)

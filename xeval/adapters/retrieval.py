@@ -1,0 +1,112 @@
+"""Tatoeba sentence retrieval, every layer from one forward pass, and the retrieval core the other probes share.
+
+Conventions (DESIGN.md "Tatoeba", XTREME's ``third_party/evaluate_retrieval.py``):
+
+- a sentence vector is the mean of one layer's token states, over all tokens including the special ones (XTREME)
+  or over word tokens only (``include_special: false``); the choice is recorded;
+- cosine similarity = inner product of L2-normalised float32 vectors, searched exactly with FAISS ``IndexFlatIP``
+  (XTREME searches ``IndexFlatL2`` on normalised vectors: the same ranking);
+- top-1 accuracy in both directions; a direction names its query side. en→xx is XTREME's official score: the xx
+  sentences are indexed and each English sentence queries them, so the prediction file has one predicted xx
+  line index (0-based) per English line, ``<task>/test-<lang>.tsv``. Line i of one side translates line i of
+  the other, so the gold index of query i is i.
+
+Metrics (percentages): ``accuracy`` = en→xx (the official number), ``accuracy_en_xx``, ``accuracy_xx_en``,
+``accuracy_mean`` (their mean).
+
+Layers: ``hidden_states[k]``. XTREME's script probes ``--specific_layer 7`` of the last 12 states, i.e.
+``hidden_states[8]`` of a 12-layer model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xeval.adapters import probes
+
+# --------------------------------------------------------------------------- retrieval core (plain arrays)
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Row-wise L2-normalised float32 copy of x [N, H] (zero rows stay zero)."""
+    x = np.array(x, dtype=np.float32, copy=True, order="C")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    np.divide(x, norms, out=x, where=norms > 0)
+    return x
+
+
+def search(queries: np.ndarray, database: np.ndarray, k: int = 1, normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k-nearest neighbours by cosine: FAISS ``IndexFlatIP`` over (normalised) float32 vectors.
+
+    queries [Nq, H], database [Nd, H] -> (similarities [Nq, k] float32, indices [Nq, k] int64), best first.
+    """
+    import faiss
+
+    q = l2_normalize(queries) if normalize else np.ascontiguousarray(queries, dtype=np.float32)
+    d = l2_normalize(database) if normalize else np.ascontiguousarray(database, dtype=np.float32)
+    index = faiss.IndexFlatIP(d.shape[1])
+    index.add(d)
+    return index.search(q, min(k, d.shape[0]))
+
+
+def top1(queries: np.ndarray, database: np.ndarray) -> np.ndarray:
+    """Index of the most similar database row for each query: int64 [Nq]."""
+    return search(queries, database, k=1)[1][:, 0]
+
+
+def accuracy(predicted: np.ndarray, gold: np.ndarray | None = None) -> float:
+    """Top-1 accuracy in percent; gold defaults to 0..N-1 (line i translates line i)."""
+    predicted = np.asarray(predicted)
+    gold = np.arange(len(predicted)) if gold is None else np.asarray(gold)
+    return 100.0 * float((predicted == gold).mean()) if len(predicted) else 0.0
+
+
+def bidirectional_scores(xx: np.ndarray, en: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+    """Tatoeba scores of one layer. xx [N, H], en [N, H], row i of one translating row i of the other.
+
+    Returns (metrics, en→xx predictions int64 [N]: for each English line the predicted xx line).
+    """
+    en2xx = top1(en, xx)  # English queries, xx indexed: XTREME's official direction
+    xx2en = top1(xx, en)
+    a_en2xx, a_xx2en = accuracy(en2xx), accuracy(xx2en)
+    metrics = {
+        "accuracy": a_en2xx,
+        "accuracy_en_xx": a_en2xx,
+        "accuracy_xx_en": a_xx2en,
+        "accuracy_mean": (a_en2xx + a_xx2en) / 2,
+    }
+    return metrics, en2xx
+
+
+# --------------------------------------------------------------------------- the probe
+
+
+def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: list[int], options: dict):
+    """Yield (layer, metrics, en→xx predictions) for every layer, from one encoding of both sides."""
+    vectors = probes.sentence_vectors(encoder, list(xx_texts) + list(en_texts), layers, options)  # [L, 2N, H]
+    n = len(xx_texts)
+    for row, layer in enumerate(layers):
+        metrics, predictions = bidirectional_scores(vectors[row, :n], vectors[row, n:])
+        yield layer, metrics, predictions
+
+
+def run(card, langs, ctx) -> list:
+    options = probes.probe_options(card, ctx)
+    config = {
+        "probe": "tatoeba",
+        "pooling": options["pooling"],
+        "include_special": bool(options["include_special"]),
+        "max_length": probes.max_length(options, ctx.encoder),
+        "similarity": "cosine: inner product of L2-normalised float32 vectors",
+        "index": "faiss.IndexFlatIP (exact)",
+        "official_direction": "en->xx (English queries, xx indexed)",
+    }
+
+    def evaluate(lang, pairs, layers):
+        xx, en = [p.src for p in pairs], [p.tgt for p in pairs]
+        for layer, metrics, predictions in tatoeba_layers(ctx.encoder, xx, en, layers, options):
+            # XTREME's submission file: one predicted xx line index (0-based) per English line
+            tsv = "".join(f"{int(p)}\n" for p in predictions)
+            yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv})
+
+    return probes.sweep(card, langs, ctx, config, evaluate)
