@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from xeval.adapters import finetune
-from xeval.adapters.training import accepts_token_types, batches, head_init, hidden_dropout
+from xeval.adapters.training import accepts_token_types, batches, head_init, hidden_dropout, uses_token_types
 from xeval.errors import ConfigError
 
 
@@ -56,8 +56,7 @@ class PairClassification(finetune.Family):
         super().__init__(card, ctx, recipe)
         self.labels: list[str] = list(card.labels or [])
         self.use_pooler = has_pooler(self.encoder.model)
-        self.token_types = "token_type_ids" in self.tokenizer.model_input_names and accepts_token_types(
-            self.encoder.model)
+        self.token_types = uses_token_types(self.encoder.model)
 
     def setup(self, train_examples: list) -> None:
         if not self.labels:

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from xeval.adapters import finetune
-from xeval.adapters.training import accepts_token_types, batches, head_init
+from xeval.adapters.training import accepts_token_types, batches, head_init, uses_token_types
 from xeval.errors import ConfigError
 
 
@@ -75,8 +75,7 @@ class QA(finetune.Family):
     def __init__(self, card, ctx, recipe):
         super().__init__(card, ctx, recipe)
         self.pair_specials = self.tokenizer.num_special_tokens_to_add(pair=True)
-        self.token_types = "token_type_ids" in self.tokenizer.model_input_names and accepts_token_types(
-            self.encoder.model)
+        self.token_types = uses_token_types(self.encoder.model)
         from xeval.metrics.xtreme import XTREME
 
         spec = XTREME.tasks.get(card.name)

@@ -154,6 +154,12 @@ def accepts_token_types(backbone: nn.Module) -> bool:
     return "token_type_ids" in inspect.signature(backbone.forward).parameters
 
 
+def uses_token_types(backbone: nn.Module) -> bool:
+    """Whether pair inputs should carry segment ids: the model takes them and has more than one segment
+    embedding (BERT: 2; XLM-R: 1, so none are passed, as its own tokenizer does)."""
+    return accepts_token_types(backbone) and int(getattr(backbone.config, "type_vocab_size", 0) or 0) > 1
+
+
 def hidden_dropout(backbone: nn.Module) -> float:
     config = getattr(backbone, "config", None)
     return float(getattr(config, "hidden_dropout_prob", None) or getattr(config, "dropout", None) or 0.1)
