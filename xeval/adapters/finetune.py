@@ -132,7 +132,13 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
     out: list[Record] = [r for r in found if r is not None]
     if missing:
         lang_t, split_t = _train_source(card, setting, train_lang or card.train["lang"])
-        train = subsample(load(card, lang_t, split_t, ctx), recipe.max_train)
+        try:
+            train = subsample(load(card, lang_t, split_t, ctx), recipe.max_train)
+        except ConfigError as err:
+            if setting == "zero-shot":
+                raise
+            raise ConfigError(f"--setting {setting}: task {card.name!r} names no translated training data for "
+                              f"{lang_t!r} (a {split_t!r} split in its files): {err}") from None
         family.setup(train)
         dev = _dev_set(card, recipe, ctx)
         model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}")

@@ -21,6 +21,7 @@ import copy
 import inspect
 import math
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -259,9 +260,11 @@ def fine_tune(
         score = float(evaluate(model))  # type: ignore[misc]
         model.train()
         curve.append((step, round(score, 4)))
-        if best_score is None or score > best_score:
+        better = best_score is None or score > best_score
+        if better:
             best_score, best_step = score, step
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        tqdm.write(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}", file=sys.stderr)
 
     start = time.perf_counter()
     step, seen, loss_value = 0, 0, None
