@@ -162,8 +162,6 @@ def pharaoh(links: list[set]) -> str:
 
 def run(card, langs, ctx) -> list:
     options = probes.probe_options(card, ctx, extra=ALIGN_DEFAULTS)
-    if isinstance(options["methods"], str):
-        options["methods"] = [m.strip() for m in options["methods"].split(",")]
     for method in options["methods"]:
         if method not in METHODS:
             raise ConfigError(f"{card.name}: unknown alignment method {method!r}; expected one of {', '.join(METHODS)}")

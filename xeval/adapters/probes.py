@@ -79,16 +79,37 @@ def max_length(options: dict, encoder) -> int:
 
 
 def probe_options(card, ctx, extra: dict | None = None) -> dict:
-    """The card's recipe over the defaults, with command-line options (``ctx.options``) over both."""
+    """The card's recipe over the defaults, overridden by the command line: ``ctx.options["recipe"]`` (``xeval run
+    --set key=value``, ``--batch-size``, ``--max-length``) and then top-level ``ctx.options``. Strings from the
+    command line are converted to the default's type."""
     defaults = {**DEFAULTS, **(extra or {})}
     recipe = dict(card.recipe or {})
     out = {k: recipe.get(k, v) for k, v in defaults.items()}
-    out.update({k: v for k, v in (ctx.options or {}).items() if k in defaults and v is not None})
+    given = ctx.options or {}
+    for source in (given.get("recipe") or {}, given):
+        out.update({k: v for k, v in source.items() if k in defaults and v is not None})
+    for key, default in defaults.items():
+        out[key] = _as_type(key, out[key], default, card.name)
     if out["pooling"] not in {"mean", "cls"}:
         raise ConfigError(f"{card.name}: pooling must be 'mean' or 'cls', found {out['pooling']!r}")
-    if isinstance(out["include_special"], str):
-        out["include_special"] = out["include_special"].lower() in {"1", "true", "yes"}
     return out
+
+
+def _as_type(key: str, value, default, task: str):
+    """Command-line strings to the type of the option's default (None defaults: max_length int, else str)."""
+    kind = int if key == "max_length" else type(default)
+    if not isinstance(value, str) or kind in (str, type(None)):
+        return value
+    try:
+        if kind is bool:
+            if value.lower() not in {"1", "true", "yes", "0", "false", "no"}:
+                raise ValueError(value)
+            return value.lower() in {"1", "true", "yes"}
+        if kind is list:
+            return [x.strip() for x in value.split(",") if x.strip()]
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{task}: option {key}={value!r}: expected a {kind.__name__}") from None
 
 
 def pending(card, lang: str, split: str, ctx, layers: list[int]) -> tuple[list[Record], list[int]]:
@@ -164,6 +185,9 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
             continue
         start = time.perf_counter()
         examples = load_examples(card, lang, split, ctx)
+        limit = (ctx.options or {}).get("max_eval")
+        if limit and card.format != "bucc":  # the first N examples (xeval run --max-eval); a BUCC corpus stays whole
+            examples = examples[: int(limit)]
         results = list(evaluate(lang, examples, todo))
         each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
         for res in results:
@@ -171,7 +195,8 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
                 root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
                 for name, text in res.files.items():
                     write_text(root / card.name / name, text)
-            records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, config,
+            used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
+            records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
                                        each, res.extra))
     return records
 

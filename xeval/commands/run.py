@@ -34,6 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="recompute units that are already stored")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, mps or auto (default)")
     parser.add_argument("--layers", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
+    parser.add_argument("--plot", metavar="STEM",
+                        help="probes: write the layer-sweep figure STEM.png and STEM.pdf (score vs layer per probe)")
     parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
                         help="zero-shot (train on English) or translate-train (the card's translated training data)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
@@ -74,4 +76,21 @@ def run(args) -> int:
     records = run_suite(opts)
     print()
     print(format_tables(records))
+    _layer_sweep_summary(records, args.plot)
     return 0
+
+
+def _layer_sweep_summary(records, plot_stem: str | None) -> None:
+    """Probes over several layers: the universal layer per probe, and the figure under --plot."""
+    from xeval.adapters.sweep import layer_curves, plot_layer_sweep
+
+    curves = [c for c in layer_curves(records) if len(c.scores) > 1]
+    for c in curves:
+        print(f"universal layer of {c.task}: {c.universal_layer} ({c.metric} {c.best_score:.1f}, "
+              f"mean over {len(c.languages)} languages)")
+    if plot_stem:
+        if not curves:
+            print("--plot: no probe was run over several layers; no figure written")
+            return
+        paths = plot_layer_sweep(records, plot_stem)
+        print("layer-sweep figure: " + ", ".join(map(str, paths)))

@@ -1,0 +1,135 @@
+"""Word alignment probe: OT (exact and entropic) on hand-built similarity matrices with known optimal plans, the
+argmax baseline, subword→word links, and the probe end to end on a tiny model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xeval.adapters.alignment import argmax_inter, extract, ot_plan, plan_links, word_links
+from xeval.data.examples import AlignedPair
+
+
+def links_of(mask: np.ndarray) -> set[tuple[int, int]]:
+    return {(int(i), int(j)) for i, j in zip(*np.nonzero(mask))}
+
+
+def test_emd_permutation():
+    # Each source word is most similar to one target word (a permutation): the optimal plan moves 1/3 along it.
+    perm = [1, 2, 0]
+    sim = np.full((3, 3), 0.2)
+    sim[range(3), perm] = 0.9
+    plan = ot_plan(sim, "emd")
+    expected = np.zeros((3, 3))
+    expected[range(3), perm] = 1 / 3
+    assert np.allclose(plan, expected)
+    assert links_of(extract(sim, "ot-emd")) == {(0, 1), (1, 2), (2, 0)}
+
+
+def test_sinkhorn_approaches_emd_and_uniform():
+    perm = [1, 2, 0]
+    sim = np.full((3, 3), 0.2)
+    sim[range(3), perm] = 0.9
+    sharp = ot_plan(sim, "sinkhorn", epsilon=0.01)
+    assert np.allclose(sharp, ot_plan(sim, "emd"), atol=1e-3)
+    assert np.allclose(sharp.sum(axis=1), 1 / 3) and np.allclose(sharp.sum(axis=0), 1 / 3)  # uniform marginals
+    assert links_of(extract(sim, "ot-sinkhorn", epsilon=0.01)) == {(0, 1), (1, 2), (2, 0)}
+    flat = ot_plan(sim, "sinkhorn", epsilon=100.0)  # huge ε: the independent coupling a bᵀ
+    assert np.allclose(flat, 1 / 9, atol=2e-3)
+
+
+def test_ot_differs_from_argmax():
+    # Both sources prefer target 0; the globally optimal (cost 1 - sim) matching is the anti-diagonal.
+    sim = np.array([[0.9, 0.8], [0.85, 0.1]])
+    assert np.allclose(ot_plan(sim, "emd"), [[0.0, 0.5], [0.5, 0.0]])
+    assert links_of(extract(sim, "ot-emd")) == {(0, 1), (1, 0)}
+    assert links_of(extract(sim, "ot-sinkhorn", epsilon=0.01)) == {(0, 1), (1, 0)}
+    # SimAlign's inter: 0->0 and 1->0 forward, 0<-0 and 0<-1 backward: only 0-0 is mutual
+    assert links_of(argmax_inter(sim)) == {(0, 0)}
+
+
+def test_one_to_many_with_unequal_lengths():
+    # Two source words, four targets: each source word's mass (1/2) splits over its two targets (1/4 each).
+    sim = np.array([[0.9, 0.9, 0.1, 0.1], [0.1, 0.1, 0.9, 0.9]])
+    expected = np.array([[0.25, 0.25, 0, 0], [0, 0, 0.25, 0.25]])
+    assert np.allclose(ot_plan(sim, "emd"), expected)
+    assert np.allclose(ot_plan(sim, "sinkhorn", epsilon=0.01), expected, atol=1e-3)
+    want = {(0, 0), (0, 1), (1, 2), (1, 3)}
+    assert links_of(extract(sim, "ot-emd")) == want == links_of(extract(sim, "ot-sinkhorn", epsilon=0.01))
+
+
+def test_plan_threshold_relative_to_mass():
+    # A 3x4 plan (rows 1/3, columns 1/4) with small fragments: pi_ij / min(a_i, b_j) >= 0.5 keeps the big parts.
+    plan = np.array([[1 / 4, 1 / 12, 0, 0], [0, 1 / 6, 1 / 6, 0], [0, 0, 1 / 12, 1 / 4]])
+    assert links_of(plan_links(plan, 0.5)) == {(0, 0), (1, 1), (1, 2), (2, 3)}
+    assert links_of(plan_links(plan, 0.3)) == {(0, 0), (0, 1), (1, 1), (1, 2), (2, 2), (2, 3)}
+
+
+def test_subword_links_to_word_links():
+    links = np.zeros((3, 3), dtype=bool)
+    links[1, 2] = links[2, 0] = links[0, 1] = True
+    # source subwords 0,1 belong to word 0, subword 2 to word 1; target subword 0 -> word 0, 1,2 -> word 1
+    assert word_links(links, [0, 0, 1], [0, 1, 1]) == {(0, 1), (1, 0)}
+
+
+def test_empty_sides():
+    assert extract(np.zeros((0, 0)), "ot-emd").shape == (0, 0)
+
+
+# --------------------------------------------------------------------------- end to end on a tiny model
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    from tests.helpers_tiny import make_tiny_bert
+    from xeval.encoders import Encoder
+
+    folder = tmp_path_factory.mktemp("align") / "model"
+    return Encoder(make_tiny_bert(folder, vocab_size=200))
+
+
+def test_identical_sentences_align_perfectly(tiny_encoder):
+    """A sentence aligned with itself: every method finds the diagonal (AER 0), at every layer."""
+    from xeval.adapters.alignment import ALIGN_DEFAULTS, align_layers, score_layers
+
+    words = ["the", "cat", "sat", "on", "the", "mat"]
+    pairs = [AlignedPair(words, words, {(i, i) for i in range(6)}, set(), "en-en")]
+    for joint in (False, True):
+        options = {**ALIGN_DEFAULTS, "joint": joint}
+        predicted = align_layers(tiny_encoder, pairs, [0, 1, 2], options)
+        if joint:  # both sentences in one sequence: positions differ, so only check it runs and links every word
+            assert all(len(predicted[k]["ot-emd"][0]) >= 6 for k in (0, 1, 2))
+            continue
+        scores = score_layers(pairs, predicted)
+        for layer in (0, 1, 2):
+            assert scores[layer]["aer"] == 0.0
+            assert scores[layer]["argmax_inter_aer"] == 0.0 and scores[layer]["ot_sinkhorn_aer"] == 0.0
+
+
+def test_alignment_probe_run(tiny_encoder, data_root, tmp_path):
+    from xeval.adapters import RunContext, alignment
+    from xeval.data.sources import DataRoot
+    from xeval.results import Store
+    from xeval.tasks import load_card
+
+    ctx = RunContext(encoder=tiny_encoder, data=DataRoot.resolve(str(data_root)), store=Store(tmp_path / "runs"),
+                     layers=[0, 2], export_dir=tmp_path / "pred",
+                     options={"max_eval": 12, "recipe": {"methods": "ot-emd,argmax-inter"}})
+    recs = alignment.run(load_card("alignment"), ["ro-en"], ctx)
+    assert [(r.unit.lang, r.unit.layer) for r in recs] == [("ro-en", 0), ("ro-en", 2)]
+    rec = recs[0]
+    assert rec.n_examples == 12 and rec.config["max_eval"] == 12
+    assert rec.config["methods"] == ["ot-emd", "argmax-inter"]
+    assert {"aer", "precision", "recall", "f1", "ot_emd_aer", "argmax_inter_aer"} <= set(rec.metrics)
+    assert rec.metrics["aer"] == rec.metrics["ot_emd_aer"]
+    out = (tmp_path / "pred" / "layer-0" / "alignment" / "ro-en.ot-emd.out").read_text().splitlines()
+    assert len(out) == 12
+    # the exported file scores the same through `align score`'s code path
+    from xeval.alignment_score import score_files
+
+    gold = tmp_path / "gold12"
+    gold.write_text("".join((data_root / "word_alignment" / "roen.gold").read_text().splitlines(True)[:12]))
+    text = tmp_path / "text12"
+    text.write_text("".join((data_root / "word_alignment" / "roen.src-tgt").read_text().splitlines(True)[:12]))
+    again = score_files(gold, tmp_path / "pred" / "layer-0" / "alignment" / "ro-en.ot-emd.out", text=text)
+    assert again.as_metrics()["aer"] == pytest.approx(rec.metrics["aer"])

@@ -1,0 +1,82 @@
+"""Layer sweeps (universal layer, figure), lexicon induction, BUCC probe end to end on a tiny corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xeval.adapters.sweep import layer_curves, plot_layer_sweep, universal_layer
+from xeval.results import Record, Unit
+
+
+def rec(task, lang, layer, **metrics):
+    return Record(Unit("m@1", task, lang, "test", 0, layer), metrics, 10)
+
+
+def test_universal_layer_is_argmax_of_language_mean():
+    records = [
+        rec("tatoeba", "de", 0, accuracy=10), rec("tatoeba", "de", 1, accuracy=50), rec("tatoeba", "de", 2, accuracy=40),
+        rec("tatoeba", "fr", 0, accuracy=10), rec("tatoeba", "fr", 1, accuracy=20), rec("tatoeba", "fr", 2, accuracy=60),
+        rec("tatoeba", "ja", 2, accuracy=0),  # only one layer: left out of the mean, not counted as zero elsewhere
+        rec("alignment", "de-en", 0, aer=50), rec("alignment", "de-en", 1, aer=30), rec("alignment", "de-en", 2, aer=35),
+        Record(Unit("m@1", "xnli", "de", "test", 1, None), {"accuracy": 70}, 10),  # fine-tuning: ignored
+    ]
+    found = universal_layer(records)
+    assert found[("m@1", "tatoeba")] == (2, 50.0)  # means: 10, 35, 50
+    assert found[("m@1", "alignment")] == (1, 30)  # AER: lowest is best
+    curve = next(c for c in layer_curves(records) if c.task == "tatoeba")
+    assert curve.languages == ["de", "fr"] and curve.scores == {0: 10, 1: 35, 2: 50}
+
+
+def test_ties_pick_the_lowest_layer():
+    records = [rec("t", "de", k, accuracy=5) for k in range(4)]
+    assert universal_layer(records)[("m@1", "t")] == (0, 5)
+
+
+def test_plot_writes_png_and_pdf(tmp_path):
+    records = [rec("tatoeba", lang, k, accuracy=k * 10 + i) for i, lang in enumerate("ab") for k in range(4)]
+    records += [rec("alignment", "de-en", k, aer=60 - k * 5) for k in range(4)]
+    for by in ("probe", "language"):
+        paths = plot_layer_sweep(records, tmp_path / f"sweep-{by}", by=by)
+        assert [p.suffix for p in paths] == [".png", ".pdf"]
+        assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    from tests.helpers_tiny import make_tiny_bert
+    from xeval.encoders import Encoder
+
+    return Encoder(make_tiny_bert(tmp_path_factory.mktemp("sweep") / "model", vocab_size=200))
+
+
+def test_lexicon_precision_at_k(tiny_encoder):
+    from xeval.adapters.lexicon import lexicon_layers, precision_at_k
+
+    # hand-built vectors: "cat" -> "chat" right, "dog" -> "chat" wrong (gold "chien")
+    src = np.array([[1.0, 0.0], [0.9, 0.1]])
+    tgt = np.array([[1.0, 0.0], [0.0, 1.0]])
+    scores = precision_at_k(src, tgt, ["cat", "dog"], ["chat", "chien"], {"cat": {"chat"}, "dog": {"chien"}})
+    assert scores == {"precision_at_1": 50.0, "precision_at_5": 100.0}
+    # identical words on both sides retrieve themselves at every layer
+    pairs = [("cat", "cat"), ("house", "house"), ("dog", "dog"), ("dog", "hound")]
+    results = list(lexicon_layers(tiny_encoder, pairs, [0, 1, 2]))
+    assert [layer for layer, *_ in results] == [0, 1, 2]
+    assert all(m["precision_at_1"] == 100.0 and n_src == 3 and n_tgt == 4 for _, m, n_src, n_tgt in results)
+
+
+def test_bucc_probe_on_a_small_corpus(tiny_encoder, tmp_path):
+    from xeval.adapters.mining import mine_layers
+    from xeval.data.examples import BuccCorpus
+
+    # Each English sentence has its exact copy on the "xx" side: identical texts give cosine 1 and margin > 1.
+    en = {f"en-{i}": s for i, s in enumerate(["the cat sat on the mat", "a quick brown fox jumps",
+                                              "der Hund schläft im Haus", "le chat dort sur le tapis",
+                                              "el perro come en la casa", "we eat bread"])}
+    xx = {f"xx-{i}": s for i, s in enumerate(["the cat sat on the mat", "a quick brown fox jumps",
+                                              "der Hund schläft im Haus", "mat mat mat"])}
+    corpus = BuccCorpus(xx, en, [("xx-0", "en-0"), ("xx-1", "en-1"), ("xx-2", "en-2")], "xx", "dev", "test")
+    options = {"pooling": "mean", "include_special": True, "batch_size": 8, "max_length": None}
+    for layer, metrics, predicted, threshold in mine_layers(tiny_encoder, corpus, [0, 2], options, k=2):
+        assert metrics["recall"] == 100.0, (layer, predicted)
+        assert {("xx-0", "en-0"), ("xx-1", "en-1"), ("xx-2", "en-2")} <= set(predicted)
