@@ -77,6 +77,6 @@ def test_bucc_probe_on_a_small_corpus(tiny_encoder, tmp_path):
                                               "der Hund schläft im Haus", "mat mat mat"])}
     corpus = BuccCorpus(xx, en, [("xx-0", "en-0"), ("xx-1", "en-1"), ("xx-2", "en-2")], "xx", "dev", "test")
     options = {"pooling": "mean", "include_special": True, "batch_size": 8, "max_length": None}
-    for layer, metrics, predicted, threshold in mine_layers(tiny_encoder, corpus, [0, 2], options, k=2):
+    for layer, metrics, predicted, _threshold in mine_layers(tiny_encoder, corpus, [0, 2], options, k=2):
         assert metrics["recall"] == 100.0, (layer, predicted)
         assert {("xx-0", "en-0"), ("xx-1", "en-1"), ("xx-2", "en-2")} <= set(predicted)
