@@ -1,0 +1,38 @@
+"""``python -m xeval pretrain --config mlm --out DIR [--size tiny] [--resume]``: train an encoder with xeval's engine.
+
+Under ``torchrun --nproc_per_node N -m xeval pretrain ...`` the same command runs DDP (gloo on CPU, NCCL on GPU).
+"""
+
+from __future__ import annotations
+
+NAME = "pretrain"
+HELP = "pre-train an encoder (MLM, TLM, XLM-E, InfoXLM, VECO 2.0 presets) into a checkpoint directory"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--config", required=True, help="preset name (mlm, xlm, xlm-e, xlm-e-no-trtd, infoxlm, "
+                        "veco2) or a YAML file")  # fmt: skip
+    parser.add_argument("--out", required=True, help="output directory: the checkpoint (config.json, "
+                        "model.safetensors, tokenizer) plus state/ for --resume")  # fmt: skip
+    parser.add_argument("--size", help="micro | tiny | base (default: the preset's size)")
+    parser.add_argument("--resume", action="store_true", help="continue from the last state in --out")
+    parser.add_argument("--steps", type=int, help="total number of steps (overrides train.steps)")
+    parser.add_argument("--data", help="shared data root (default: $XEVAL_DATA or ../shared/data)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a config value, e.g. --set train.lr=1e-3 (repeatable)")  # fmt: skip
+
+
+def run(args) -> int:
+    from xeval.engine.config import load_config
+    from xeval.engine.train import pretrain
+
+    overrides = list(args.set)
+    if args.steps is not None:
+        overrides.append(f"train.steps={args.steps}")
+    if args.data:
+        overrides.append(f"data.root={args.data}")
+    cfg = load_config(args.config, args.size, overrides)
+    summary = pretrain(cfg, args.out, resume=args.resume)
+    if int(__import__("os").environ.get("RANK", "0")) == 0:
+        print(f"checkpoint: {summary['out']} (step {summary['step']})")
+    return 0

@@ -1,0 +1,33 @@
+"""``python -m xeval tokenizer train --corpus DIR|FILE ... --vocab-size N --out DIR``: a shared multilingual
+subword vocabulary (Unigram or BPE, byte fallback, XLM-R special tokens) from a language-balanced sample."""
+
+from __future__ import annotations
+
+NAME = "tokenizer"
+HELP = "train a multilingual subword tokenizer (tokenizer train)"
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    train = sub.add_parser("train", help="train on the pre-training corpora and report per-language coverage")
+    train.add_argument("--corpus", action="append", required=True,
+                       help="shared data root (with parallel/ and monolingual/), or a text file (one line a "
+                            "sentence, optionally gzipped; the language is taken from the name, e.g. de.txt.gz); "
+                            "repeatable")  # fmt: skip
+    train.add_argument("--vocab-size", type=int, default=16000)
+    train.add_argument("--model", choices=("unigram", "bpe"), default="unigram")
+    train.add_argument("--sample-lines", type=int, default=200_000, help="size of the balanced training sample")
+    train.add_argument("--alpha", type=float, default=0.7, help="language sampling exponent: p_j ∝ m_j^alpha")
+    train.add_argument("--max-lines", type=int, default=None, help="read at most this many lines per language")
+    train.add_argument("--languages", nargs="*", help="keep only these languages")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", required=True)
+
+
+def run(args) -> int:
+    from xeval.engine.tokenizer import build_tokenizer
+
+    build_tokenizer(args.corpus, args.out, vocab_size=args.vocab_size, model=args.model,
+                    sample_lines=args.sample_lines, alpha=args.alpha, max_lines=args.max_lines,
+                    languages=args.languages, seed=args.seed)  # fmt: skip
+    return 0

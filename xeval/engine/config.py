@@ -1,0 +1,171 @@
+"""Pre-training configs: a preset (``tasks/pretrain/<name>.yaml``) on top of a size (``tasks/pretrain/sizes.yaml``).
+
+Resolution, later wins: ``sizes.yaml[size]`` -> the preset's top-level sections -> the preset's ``sizes[size]``
+section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from xeval.errors import ConfigError
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "tasks" / "pretrain"
+SECTIONS = ("model", "tokenizer", "data", "train", "objectives")
+
+
+@dataclass
+class TokenizerConfig:
+    path: str | None = None  # an existing tokenizer directory; None: train one into the output directory
+    vocab_size: int = 16000
+    model: str = "unigram"  # unigram | bpe (both with byte fallback)
+    sample_lines: int = 200_000  # language-balanced (alpha) sample the vocabulary is learned from
+
+
+@dataclass
+class DataConfig:
+    root: str | None = None  # shared data; None: $XEVAL_DATA or ../shared/data next to the repository
+    parallel: list = field(default_factory=lambda: ["gettext", "multi30k", "wmt22"])
+    monolingual: list = field(default_factory=lambda: ["manpages", "fortunes"])
+    languages: list | None = None  # keep only these (pairs en-xx with xx listed); None: all
+    alpha: float = 0.7
+    seq_len: int = 128  # packed monolingual rows
+    pair_max_side: int = 62  # tokens per side of a pair (a concatenated pair is at most 2 * this + 4)
+    mono_batch: int = 32  # global rows per step (split over processes)
+    pair_batch: int = 32
+    pairs_as_mono: bool = True  # each side of a pair is also monolingual text of its language (ar, ko, th ... have
+    # no man pages); every preset then sees the same text, whatever its objectives
+    max_lines: int | None = None  # per language / pair key, a seeded sample (small sizes start fast)
+    clean: dict = field(default_factory=dict)  # CleanConfig fields
+    dictionaries: str | None = None  # MUSE folder for token contrast; None: <root>/muse_dictionaries/full
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 300
+    lr: float = 5e-4
+    warmup: int = 30
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.98
+    eps: float = 1e-6
+    clip: float = 1.0
+    bf16: bool = False
+    compile: bool = False
+    seed: int = 0
+    threads: int | None = 1  # torch.set_num_threads; None leaves torch's default
+    device: str = "auto"  # auto | cpu | cuda
+    log_every: int = 10
+    save_every: int = 100
+    keep: int = 2  # resumable states kept
+    stop_after: int | None = None  # stop (with a checkpoint) after this step: simulates an interruption
+
+
+@dataclass
+class PretrainConfig:
+    name: str
+    size: str
+    model: dict
+    tokenizer: TokenizerConfig
+    data: DataConfig
+    train: TrainConfig
+    objectives: dict
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config") -> PretrainConfig:
+        return cls(
+            name=d.get("name", "pretrain"),
+            size=d.get("size", "tiny"),
+            model=dict(d.get("model") or {}),
+            tokenizer=_build(TokenizerConfig, d.get("tokenizer") or {}, source, "tokenizer"),
+            data=_build(DataConfig, d.get("data") or {}, source, "data"),
+            train=_build(TrainConfig, d.get("train") or {}, source, "train"),
+            objectives=dict(d.get("objectives") or {}),
+        )
+
+
+def _build(cls, values: dict, source: str, section: str):
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown} in section {section!r}; expected some of {sorted(names)}")
+    return cls(**values)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{line}: not valid YAML ({getattr(err, 'problem', err)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def resolve_path(spec: str) -> Path:
+    """A preset name (``mlm``) or a path to a YAML file."""
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        return path
+    candidate = PRESET_DIR / f"{spec}.yaml"
+    if not candidate.is_file():
+        names = sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if p.stem != "sizes")
+        raise ConfigError(f"unknown pre-training preset {spec!r}; expected a YAML path or one of {names}")
+    return candidate
+
+
+def load_config(spec: str, size: str | None = None, overrides: list[str] | None = None) -> PretrainConfig:
+    path = resolve_path(spec)
+    preset = _read_yaml(path)
+    unknown = sorted(set(preset) - set(SECTIONS) - {"name", "size", "sizes", "description"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
+    size = size or preset.get("size", "tiny")
+    sizes_file = path.parent / "sizes.yaml"
+    shared = _read_yaml(sizes_file) if sizes_file.is_file() else {}
+    own = preset.get("sizes") or {}
+    if size not in shared and size not in own:
+        raise ConfigError(f"{path}: unknown size {size!r}; expected one of {sorted(set(shared) | set(own))}")
+    merged = _merge(shared.get(size, {}), {k: preset[k] for k in SECTIONS if k in preset})
+    merged = _merge(merged, own.get(size, {}))
+    merged["name"], merged["size"] = preset.get("name", path.stem), size
+    for item in overrides or []:
+        merged = _merge(merged, parse_override(item))
+    return PretrainConfig.from_dict(merged, str(path))
+
+
+def parse_override(item: str) -> dict:
+    """``train.lr=1e-3`` -> {"train": {"lr": 0.001}} (the value is parsed as YAML)."""
+    if "=" not in item or "." not in item.split("=", 1)[0]:
+        raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.steps=100")
+    key, value = item.split("=", 1)
+    out: dict = {}
+    node = out
+    parts = key.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = yaml.safe_load(value)
+    return out

@@ -1,0 +1,275 @@
+"""The engine's Transformer encoder, readable top to bottom (in the spirit of nanoGPT's model.py).
+
+One config dataclass (``XevalConfig``; in transformers 5 every ``PreTrainedConfig`` is a dataclass), attention
+through ``F.scaled_dot_product_attention``, optional relative position bias -- plain (T5-style buckets) or the
+*gated* relative position bias of XLM-E / WavLM:
+
+    r_ij = d + g_u * d + (1 - g_u) * w * g_r * d,   g_u = sigmoid(q_i . u),  g_r = sigmoid(q_i . v)
+
+with d = a learned bias per (head, bucket(j - i)), u and v per-head vectors, w a per-head scalar. The bias r is
+added to the attention logits. When the gates saturate (g_u -> 0, g_r -> 0) r reduces to the plain bias d.
+
+``XevalModel`` is a ``transformers.PreTrainedModel``: ``AutoModel.from_pretrained(dir)`` loads it once
+``xeval.engine`` has been imported, and ``hidden_states`` follow Hugging Face's convention (``hidden_states[0]`` =
+embedding output, ``hidden_states[k]`` = output of layer k, the last entry equals ``last_hidden_state``).
+Heads used only for pre-training (``MLMHead``) live here too but are never part of the saved encoder.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from huggingface_hub.dataclasses import strict
+from transformers import PreTrainedConfig, PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutput
+
+
+@strict
+class XevalConfig(PreTrainedConfig):
+    """Shape and options of the encoder. Defaults = the ``tiny`` size (4 layers x 256, 16k vocabulary)."""
+
+    model_type = "xeval"
+
+    vocab_size: int = 16000
+    hidden_size: int = 256
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    intermediate_size: int = 1024
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float | int = 0.1
+    attention_probs_dropout_prob: float | int = 0.1
+    max_position_embeddings: int = 512
+    position_embedding: str = "absolute"  # "absolute" (learned, like BERT/XLM-R) | "none"
+    relative_attention: str = "none"  # "none" | "plain" (bucketed bias d) | "gated" (XLM-E)
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+    pre_norm: bool = False  # False: post-LN like BERT / XLM-R; True: pre-LN with a final LayerNorm
+    bias: bool = True  # biases in Linear and LayerNorm layers
+    layer_norm_eps: float = 1e-5
+    initializer_range: float = 0.02
+    pad_token_id: int | None = 1  # XLM-R ids: <s>=0 <pad>=1 </s>=2 <unk>=3, <mask> last
+    bos_token_id: int | None = 0
+    eos_token_id: int | None = 2
+    tie_word_embeddings: bool = True
+
+    def check(self) -> None:
+        """Raise ValueError on inconsistent options (the trainer turns it into a ConfigError)."""
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} not divisible by heads {self.num_attention_heads}")
+        if self.position_embedding not in ("absolute", "none"):
+            raise ValueError(f"position_embedding must be absolute|none, got {self.position_embedding!r}")
+        if self.relative_attention not in ("none", "plain", "gated"):
+            raise ValueError(f"relative_attention must be none|plain|gated, got {self.relative_attention!r}")
+        if self.hidden_act not in _ACTIVATIONS:
+            raise ValueError(f"hidden_act must be one of {sorted(_ACTIVATIONS)}, got {self.hidden_act!r}")
+
+
+_ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
+
+
+def relative_bucket(relative: torch.Tensor, num_buckets: int, max_distance: int) -> torch.Tensor:
+    """T5's bidirectional bucketing of j - i: half the buckets per direction, exact below num_buckets/4,
+    logarithmic up to max_distance, everything further shares the last bucket."""
+    num_buckets //= 2
+    bucket = (relative > 0).long() * num_buckets
+    n = relative.abs()
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (
+        torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).long()
+    large = large.clamp(max=num_buckets - 1)
+    return bucket + torch.where(is_small, n, large)
+
+
+class RelativePositionBias(nn.Module):
+    """d: one learned scalar per (head, bucket); shared by all layers (as in T5 and XLM-E), gates are per layer."""
+
+    def __init__(self, config: XevalConfig):
+        super().__init__()
+        self.num_buckets = config.relative_buckets
+        self.max_distance = config.relative_max_distance
+        self.table = nn.Embedding(config.relative_buckets, config.num_attention_heads)
+
+    def forward(self, length: int) -> torch.Tensor:
+        pos = torch.arange(length, device=self.table.weight.device)
+        buckets = relative_bucket(pos[None, :] - pos[:, None], self.num_buckets, self.max_distance)  # (T, T)
+        return self.table(buckets).permute(2, 0, 1)  # (H, T, T)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, config: XevalConfig):
+        super().__init__()
+        d, self.n_head = config.hidden_size, config.num_attention_heads
+        self.head_dim = d // self.n_head
+        self.qkv = nn.Linear(d, 3 * d, bias=config.bias)
+        self.out = nn.Linear(d, d, bias=config.bias)
+        self.dropout = config.attention_probs_dropout_prob
+        self.gated = config.relative_attention == "gated"
+        if self.gated:
+            self.gate_u = nn.Parameter(torch.zeros(self.n_head, self.head_dim))  # update gate direction
+            self.gate_v = nn.Parameter(torch.zeros(self.n_head, self.head_dim))  # reset gate direction
+            self.gate_w = nn.Parameter(torch.ones(self.n_head))  # per-head scale of the reset branch
+
+    def gated_bias(self, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """r = d + g_u*d + (1-g_u)*w*g_r*d.  q: (B, H, T, Dh) projected queries, d: (H, T, T) -> (B, H, T, T)."""
+        g_u = torch.sigmoid(torch.einsum("bhtd,hd->bht", q, self.gate_u.to(q.dtype)))[..., None]  # (B, H, T, 1)
+        g_r = torch.sigmoid(torch.einsum("bhtd,hd->bht", q, self.gate_v.to(q.dtype)))[..., None]
+        w = self.gate_w.to(q.dtype)[None, :, None, None]  # (1, H, 1, 1)
+        d = d.to(q.dtype)[None]  # (1, H, T, T)
+        return d + g_u * d + (1 - g_u) * w * g_r * d
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, rel: torch.Tensor | None) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh)
+        bias = None
+        if rel is not None:  # (H, T, T)
+            bias = self.gated_bias(q, rel) if self.gated else rel.to(q.dtype)[None]
+        if mask is not None:  # (B, 1, 1, T) additive: 0 on tokens, very negative on padding keys
+            bias = mask if bias is None else bias + mask
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)  # (B, H, T, Dh)
+        return self.out(y.transpose(1, 2).reshape(B, T, C))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, config: XevalConfig):
+        super().__init__()
+        self.fc = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.bias)
+        self.proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.bias)
+        self.act = _ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.act(self.fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, config: XevalConfig):
+        super().__init__()
+        self.pre_norm = config.pre_norm
+        self.attn = SelfAttention(config)
+        self.ln_attn = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias)
+        self.ffn = FeedForward(config)
+        self.ln_ffn = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias)
+        self.drop = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, mask, rel):  # x: (B, T, C)
+        if self.pre_norm:
+            x = x + self.drop(self.attn(self.ln_attn(x), mask, rel))
+            return x + self.drop(self.ffn(self.ln_ffn(x)))
+        x = self.ln_attn(x + self.drop(self.attn(x, mask, rel)))
+        return self.ln_ffn(x + self.drop(self.ffn(x)))
+
+
+class Embeddings(nn.Module):
+    def __init__(self, config: XevalConfig):
+        super().__init__()
+        self.tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.positions = (
+            nn.Embedding(config.max_position_embeddings, config.hidden_size)
+            if config.position_embedding == "absolute"
+            else None
+        )
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias)
+        self.drop = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, C)
+        x = self.tokens(input_ids)
+        if self.positions is not None:
+            x = x + self.positions(torch.arange(input_ids.shape[1], device=input_ids.device))[None]
+        return self.drop(self.norm(x))
+
+
+class XevalPreTrainedModel(PreTrainedModel):
+    config_class = XevalConfig
+    config: XevalConfig
+    base_model_prefix = "xeval"
+    main_input_name = "input_ids"
+    _supports_sdpa = True
+
+    def _init_weights(self, module):
+        super()._init_weights(module)  # normal(0, initializer_range) for Linear/Embedding, ones/zeros for norms
+        if isinstance(module, SelfAttention) and module.gated:
+            init.normal_(module.gate_u, mean=0.0, std=self.config.initializer_range)
+            init.normal_(module.gate_v, mean=0.0, std=self.config.initializer_range)
+            init.ones_(module.gate_w)
+        if isinstance(module, nn.LayerNorm):  # LayerNorm's class name is not matched by the generic rule
+            init.ones_(module.weight)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+
+
+class XevalModel(XevalPreTrainedModel):
+    """The encoder: embeddings, ``num_hidden_layers`` blocks, (pre-LN only) a final LayerNorm."""
+
+    def __init__(self, config: XevalConfig):
+        super().__init__(config)
+        config.check()
+        self.embeddings = Embeddings(config)
+        self.relative = RelativePositionBias(config) if config.relative_attention != "none" else None
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
+        self.final_norm = (
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias) if config.pre_norm else None
+        )
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embeddings.tokens
+
+    def set_input_embeddings(self, value):
+        self.embeddings.tokens = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        exit_layer: int | None = None,
+        **kwargs,  # token_type_ids etc. from generic callers are accepted and ignored
+    ):
+        """input_ids, attention_mask: (B, T). ``exit_layer`` k stops after layer k (the engine's contrast layers
+        need no deeper layers); the returned ``last_hidden_state`` is then layer k's output."""
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        B, T = input_ids.shape
+        x = self.embeddings(input_ids)  # (B, T, C)
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
+            mask = torch.zeros(keep.shape, dtype=x.dtype, device=x.device).masked_fill(~keep, torch.finfo(x.dtype).min)
+        rel = self.relative(T) if self.relative is not None else None  # (H, T, T)
+        n_layers = len(self.layers) if exit_layer is None else exit_layer
+        hidden = [x] if output_hidden_states else None
+        for i, block in enumerate(self.layers[:n_layers]):
+            x = block(x, mask, rel)
+            if self.final_norm is not None and i == len(self.layers) - 1:
+                x = self.final_norm(x)
+            if hidden is not None:
+                hidden.append(x)
+        if return_dict is False:
+            return (x, tuple(hidden)) if hidden is not None else (x,)
+        return BaseModelOutput(last_hidden_state=x, hidden_states=tuple(hidden) if hidden is not None else None)
+
+
+class MLMHead(nn.Module):
+    """dense -> GELU -> LayerNorm -> tied decoder, applied only to the gathered masked positions (N, C) -> (N, V):
+    the vocabulary projection is the most expensive matmul of a small model, and ~85 % of its rows would be
+    thrown away if it ran over every position."""
+
+    def __init__(self, config: XevalConfig, embedding: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.bias)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.embedding = [embedding]  # a list, so the tied weight is not registered (and saved) twice
+        nn.init.normal_(self.dense.weight, std=config.initializer_range)
+        if self.dense.bias is not None:
+            nn.init.zeros_(self.dense.bias)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:  # (N, C) -> (N, V)
+        h = self.norm(F.gelu(self.dense(h)))
+        return F.linear(h, self.embedding[0].weight, self.bias)

@@ -1,0 +1,389 @@
+"""The pre-training loop: ``pretrain(config, out, resume=False)``.
+
+One step = draw the global batch (every rank draws the same one from the seeded streams), let each objective
+prepare its inputs on the CPU (masking seeded by (seed, step)), take this rank's slice, one forward through all
+objectives, one backward, clip, AdamW. Under ``torchrun`` the model is wrapped in DDP (NCCL on GPUs, gloo on CPU).
+
+- AdamW (beta2 0.98), no weight decay on biases and norms (every parameter with < 2 dimensions), linear warm-up then
+  linear decay to 0 (the schedule is a pure function of the step, so resuming needs only the step);
+- dropout is reseeded from (seed, step, rank) at every step, so the random stream after a resume is the one an
+  uninterrupted run would have used (the torch RNG state is saved as well);
+- log lines: loss per objective, tokens/s, executed-FLOP utilisation = FLOPs actually run (counted with
+  ``torch.utils.flop_counter`` on this process's first step, per token) / time, against a matmul peak measured
+  at start-up on the same device and dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.utils.flop_counter import FlopCounterMode
+
+from xeval.engine import checkpoint as ckpt
+from xeval.engine.config import PretrainConfig
+from xeval.engine.data import CleanConfig, MonoStream, PairStream, balanced_sample, load_corpora
+from xeval.engine.model import XevalConfig
+from xeval.engine.objectives import PretrainModel, StepContext, TokenInfo, slice_inputs
+from xeval.engine.tokenizer import coverage, load_tokenizer, save_tokenizer, train_tokenizer
+from xeval.errors import ConfigError, UserError
+
+
+def default_data_root() -> Path:
+    env = os.environ.get("XEVAL_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+class Logger:
+    """Lines to stdout (rank 0) and to ``<out>/train.log``; records to ``<out>/log.jsonl``."""
+
+    def __init__(self, out: Path, rank: int):
+        self.out, self.rank = out, rank
+
+    def line(self, text: str, echo: bool = True) -> None:
+        if self.rank:
+            return
+        if echo:
+            print(text, flush=True)
+        with open(self.out / "train.log", "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+    def record(self, rec: dict) -> None:
+        if self.rank:
+            return
+        with open(self.out / "log.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+
+
+def lr_at(step: int, cfg) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``steps``. ``step`` counts from 0."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    return cfg.lr * max(0.0, (cfg.steps - step) / max(1, cfg.steps - cfg.warmup))
+
+
+def param_groups(model, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for _, p in model.named_parameters():
+        if p.requires_grad:
+            (decay if p.dim() >= 2 else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def measure_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, reps: int = 5) -> float:
+    """Matmul FLOP/s of an n x n x n product on this device, dtype and thread count (best of ``reps``)."""
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    best = math.inf
+    for _ in range(reps + 2):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        (a @ b).sum().item()
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+def setup_distributed(device_pref: str):
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    use_cuda = torch.cuda.is_available() and device_pref in ("auto", "cuda")
+    if device_pref == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device is cuda but no CUDA device is available")
+    rank = 0
+    if world > 1:
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        rank = dist.get_rank()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    return rank, world, device
+
+
+def barrier(world: int) -> None:
+    if world > 1:
+        dist.barrier()
+
+
+def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: Logger, rank: int, world: int):
+    """Use ``tokenizer.path``, else the tokenizer already in ``out``, else train one (rank 0) into ``out``."""
+    if cfg.tokenizer.path:
+        src = Path(cfg.tokenizer.path)
+        if not (src / "tokenizer.json").is_file():
+            raise ConfigError(f"tokenizer.path {src}: expected a directory with tokenizer.json")
+        if rank == 0 and src.resolve() != out.resolve():
+            save_tokenizer(load_tokenizer(src), out)
+    elif not (out / "tokenizer.json").is_file() and rank == 0:
+        t0 = time.time()
+        sample = balanced_sample(corpora, cfg.tokenizer.sample_lines, cfg.data.alpha, cfg.train.seed)
+        texts = [t for lines in sample.values() for t in lines]
+        tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.model)
+        save_tokenizer(tok, out)
+        log.line(f"tokenizer: {cfg.tokenizer.model} {tok.get_vocab_size()} ids from {len(texts)} lines "
+                 f"({len(sample)} languages) in {time.time() - t0:.0f}s")  # fmt: skip
+        report_coverage(tok, root, cfg, log)
+    barrier(world)
+    return load_tokenizer(out)
+
+
+def report_coverage(tok, root: Path, cfg: PretrainConfig, log: Logger, n: int = 200) -> dict:
+    """unk / byte-fallback rates per language on held-out lines of the corpora."""
+    held = load_corpora(root, cfg.data.parallel, cfg.data.monolingual, cfg.data.languages,
+                        CleanConfig(**cfg.data.clean), max_lines=n, split="heldout", seed=cfg.train.seed)  # fmt: skip
+    by_lang: dict[str, list[str]] = {}
+    for key, rows in held.pairs.items():
+        a, b = key.split("-")
+        by_lang.setdefault(a, []).extend(r[0] for r in rows)
+        by_lang.setdefault(b, []).extend(r[1] for r in rows)
+    for lang, rows in held.mono.items():
+        by_lang.setdefault(lang, []).extend(rows)
+    report = {lang: coverage(tok, rows[: 4 * n]) for lang, rows in sorted(by_lang.items())}
+    for lang, r in report.items():
+        log.line(f"tokenizer heldout {lang:3s} unk {r['unk_rate']:5.2f} % byte {r['byte_rate']:5.2f} % "
+                 f"tokens/char {r['tokens_per_char']:.3f}")  # fmt: skip
+    return report
+
+
+def load_dictionaries(cfg: PretrainConfig, root: Path, keys: list[str]) -> dict[str, dict[str, set[str]]]:
+    """MUSE en-xx dictionaries for the pair keys, minus every pair of MUSE's 5000-6500 *test* splits (those are
+    evaluation data for lexicon induction)."""
+    from xeval.engine.data import read_dictionary_pairs
+
+    folder = Path(cfg.data.dictionaries) if cfg.data.dictionaries else root / "muse_dictionaries" / "full"
+    test_folder = root / "muse_dictionaries" / "test_5000-6500_annotated"
+    test_pairs = set()
+    if test_folder.is_dir():
+        for f in test_folder.glob("*.txt"):
+            a, b = f.name.split(".")[0].split("-")
+            for x, y in read_dictionary_pairs(f):
+                test_pairs.add((x, y) if a == "en" else (y, x))
+    out = {}
+    for key in keys:
+        f = folder / f"{key}.txt"
+        if not key.startswith("en-") or not f.is_file():
+            continue
+        table: dict[str, set[str]] = {}
+        for en, xx in read_dictionary_pairs(f):
+            if (en, xx) not in test_pairs:
+                table.setdefault(en.casefold(), set()).add(xx.casefold())
+        out[key] = table
+    return out
+
+
+def pretrain(cfg: PretrainConfig, out: str | Path, resume: bool = False) -> dict:
+    """Train; returns a summary (final losses, steps, tokens/s). Writes the model into ``out``."""
+    out = Path(out)
+    tc = cfg.train
+    if tc.threads:
+        torch.set_num_threads(tc.threads)
+    rank, world, device = setup_distributed(tc.device)
+    try:
+        return _pretrain(cfg, out, resume, rank, world, device)
+    finally:
+        if world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device) -> dict:
+    tc, dc = cfg.train, cfg.data
+    state_path = ckpt.latest_state(out) if resume else None
+    if state_path is None and (out / "state" / "latest").is_file():
+        raise UserError(f"{out}: holds a training run already; pass --resume to continue it or choose a new --out")
+    if state_path is not None:  # the saved config wins (only train.steps / stop_after / threads may change)
+        saved = ckpt.read_state_json(state_path)["config"]
+        saved["train"].update(steps=tc.steps, stop_after=tc.stop_after, threads=tc.threads, log_every=tc.log_every)
+        cfg = PretrainConfig.from_dict(saved)
+        tc, dc = cfg.train, cfg.data
+    out.mkdir(parents=True, exist_ok=True)
+    log = Logger(out, rank)
+    root = Path(dc.root) if dc.root else default_data_root()
+    t0 = time.time()
+    needs = _streams_needed(cfg)
+    corpora = load_corpora(root, dc.parallel, dc.monolingual, dc.languages, CleanConfig(**dc.clean),
+                           max_lines=dc.max_lines, seed=tc.seed, pairs_as_mono=dc.pairs_as_mono)  # fmt: skip
+    log.line(f"pretrain {cfg.name} size {cfg.size}: {world} process(es) on {device}; data {root} "
+             f"({len(corpora.mono)} monolingual languages, {len(corpora.pairs)} pair keys, {time.time() - t0:.0f}s)")  # fmt: skip
+    for line in corpora.log_lines():
+        log.line(line)
+    tok = prepare_tokenizer(cfg, out, root, corpora, log, rank, world)
+    tokens = TokenInfo.from_tokenizer(tok)
+
+    mono = MonoStream(corpora.mono, tok, dc.seq_len, dc.alpha, tc.seed) if "mono" in needs else None
+    pairs = PairStream(corpora.pairs, tok, dc.pair_max_side, dc.alpha, tc.seed) if "pairs" in needs else None
+    if ("mono" in needs and not corpora.mono) or ("pairs" in needs and not corpora.pairs):
+        raise ConfigError(f"the objectives need {sorted(needs)} data but the corpora selected give none of some")
+    for name, stream in (("mono", mono), ("pairs", pairs)):
+        if stream is not None:
+            probs = " ".join(f"{k}:{p:.3f}" for k, p in stream.probs.items())
+            log.line(f"sampling {name} (alpha {dc.alpha}): {probs}")
+
+    model_cfg = XevalConfig(**{**cfg.model, "vocab_size": tok.get_vocab_size(), "pad_token_id": tokens.pad,
+                               "bos_token_id": tokens.bos, "eos_token_id": tokens.eos})  # fmt: skip
+    try:
+        model_cfg.check()
+    except ValueError as err:
+        raise ConfigError(f"model: {err}") from None
+    dictionaries = {}
+    if "tokcl" in cfg.objectives:
+        dictionaries = load_dictionaries(cfg, root, list(corpora.pairs))
+        log.line(f"token contrast dictionaries: {', '.join(f'{k} ({len(v)})' for k, v in dictionaries.items())}")
+    pieces = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
+    torch.manual_seed(tc.seed)
+    model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries).to(device)
+    optimizer = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(tc.beta1, tc.beta2),
+                                  eps=tc.eps)  # fmt: skip
+    start = 0
+    if state_path is not None:
+        state = ckpt.load_state(state_path, model, optimizer)
+        start = state["step"]
+        if mono is not None:
+            mono.load_state_dict(state["data"]["mono"])
+        if pairs is not None:
+            pairs.load_state_dict(state["data"]["pairs"])
+        log.line(f"resumed from {state_path} at step {start}")
+    if tc.compile:
+        model.encoder.compile()
+    net = model
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None,
+            broadcast_buffers=False, find_unused_parameters=True,
+        )  # fmt: skip
+    n_params = sum(p.numel() for p in model.encoder.parameters())
+    amp_dtype = torch.bfloat16 if tc.bf16 else torch.float32
+    peak = measure_peak(device, amp_dtype)
+    log.line(f"encoder {n_params / 1e6:.2f}M parameters ({model_cfg.num_hidden_layers} x {model_cfg.hidden_size}, "
+             f"vocab {model_cfg.vocab_size}); objectives {', '.join(cfg.objectives)}; matmul peak "
+             f"{peak / 1e9:.1f} GFLOP/s ({'bf16' if tc.bf16 else 'fp32'}, {torch.get_num_threads()} threads)")  # fmt: skip
+    if rank == 0:
+        _write_card(out, cfg)
+
+    def save(step: int) -> None:
+        if rank == 0:
+            ckpt.export_model(model.encoder, out)
+            extra = {"config": cfg.to_dict(), "world": world,
+                     "data": {"mono": mono.state_dict() if mono else None,
+                              "pairs": pairs.state_dict() if pairs else None}}  # fmt: skip
+            ckpt.save_state(out, step, model, optimizer, extra, keep=tc.keep)
+        barrier(world)
+
+    flops_per_token = None
+    window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
+    last_stats: dict = {}
+    bar = _progress(tc.steps, start, rank)
+    step = start
+    while step < tc.steps:
+        batches = {
+            "mono": mono.next_batch(dc.mono_batch) if mono else None,
+            "pairs": pairs.next_batch(dc.pair_batch) if pairs else None,
+        }
+        gen_seed = tc.seed * 1_000_003 + step * 7919
+        inputs = model.prepare(batches, lambda name, s=gen_seed: torch.Generator().manual_seed(s + _salt(name)))
+        inputs = slice_inputs(inputs, rank, world)
+        inputs = _to_device(inputs, device)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, tc)
+        torch.manual_seed(tc.seed * 1_000_003 + step * 7919 + rank * 104_729 + 17)  # dropout stream of this step
+        ctx = StepContext(step=step, seed=tc.seed, rank=rank, world=world, device=device)
+        count_flops = flops_per_token is None and not tc.compile
+        counter = FlopCounterMode(display=False) if count_flops else None
+        if counter is not None:
+            counter.__enter__()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.bf16):
+            loss, stats = net(inputs, ctx)
+        loss.backward()
+        if counter is not None:
+            counter.__exit__(None, None, None)
+            flops_per_token = counter.get_total_flops() / max(1, stats["tokens"])
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip) if tc.clip else None
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        if not math.isfinite(float(loss.detach())):
+            raise UserError(f"loss became {float(loss.detach())} at step {step}; lower train.lr or check the data")
+        window["tokens"] += stats["tokens"] * world
+        window["steps"] += 1
+        for k, v in stats.items():
+            if k != "tokens":
+                window["stats"][k] = window["stats"].get(k, 0.0) + float(v)
+        window["stats"]["loss"] = window["stats"].get("loss", 0.0) + float(loss.detach())
+        if grad_norm is not None:
+            window["stats"]["grad_norm"] = window["stats"].get("grad_norm", 0.0) + float(grad_norm)
+        if bar is not None:
+            bar.update(1)
+        if step % tc.log_every == 0 or step == tc.steps:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            dt = time.perf_counter() - window["t"]
+            avg = {k: v / window["steps"] for k, v in window["stats"].items()}
+            tok_s = window["tokens"] / dt
+            flops_s = (flops_per_token or 0.0) * window["tokens"] / world / dt
+            last_stats = {"step": step, **avg, "lr": lr_at(step - 1, tc), "tokens_per_s": tok_s,
+                          "flops_per_s": flops_s, "mfu": flops_s / peak, "s_per_step": dt / window["steps"]}  # fmt: skip
+            log.record(last_stats)
+            parts = " ".join(f"{k} {v:.3f}" for k, v in avg.items() if k not in ("loss", "grad_norm"))
+            msg = (f"step {step}/{tc.steps} | loss {avg['loss']:.4f} | {parts} | lr {last_stats['lr']:.2e} | "
+                   f"{tok_s:,.0f} tok/s | {flops_s / 1e9:.1f} GFLOP/s = {100 * flops_s / peak:.0f} % of peak | "
+                   f"{dt / window['steps']:.2f} s/step")  # fmt: skip
+            if bar is not None:
+                bar.write(msg)
+            log.line(msg, echo=bar is None)
+            window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
+        if step % tc.save_every == 0 or step == tc.steps or step == tc.stop_after:
+            save(step)
+        if tc.stop_after is not None and step >= tc.stop_after:
+            log.line(f"stopped after step {step} (train.stop_after); continue with --resume")
+            break
+    if bar is not None:
+        bar.close()
+    if rank == 0:
+        _write_card(out, cfg, last_stats)
+    return {"step": step, "out": str(out), **last_stats}
+
+
+def _progress(total: int, start: int, rank: int):
+    if rank != 0 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True)
+
+
+def _salt(name: str) -> int:
+    import zlib
+
+    return zlib.crc32(name.encode()) % 1_000_000
+
+
+def _streams_needed(cfg: PretrainConfig) -> set[str]:
+    from xeval.engine.objectives import OBJECTIVES
+
+    unknown = sorted(set(cfg.objectives) - set(OBJECTIVES))
+    if unknown:
+        raise ConfigError(f"unknown objective(s) {unknown}; expected some of {sorted(OBJECTIVES)}")
+    if not cfg.objectives:
+        raise ConfigError("no objectives configured")
+    return {OBJECTIVES[name].data for name in cfg.objectives}
+
+
+def _to_device(inputs: dict, device: torch.device) -> dict:
+    if device.type == "cpu":
+        return inputs
+    return {n: {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+            for n, d in inputs.items()}  # fmt: skip
+
+
+def _write_card(out: Path, cfg: PretrainConfig, last: dict | None = None) -> None:
+    """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers)."""
+    from xeval.atomic import write_json
+
+    write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {},
+               "note": "trained by xeval's engine on parallel/ and monolingual/ of the shared data only"})  # fmt: skip
