@@ -43,3 +43,22 @@ def test_translate_train_needs_translated_data(tiny_encoder, udpos, tmp_path, da
         tagging.run(udpos, ["de"], ctx)
     with pytest.raises(ConfigError, match="unknown setting"):
         tagging.run(udpos, ["de"], context(tiny_encoder, data_root, tmp_path, setting="translate-test"))
+
+
+def test_label_free_test_files_are_predicted_stored_and_exported_unscored(tiny_encoder, udpos, tmp_path, data_root):
+    """XTREME's official test files carry no labels: predictions are kept and exported, the record has no
+    metrics (``xeval score`` with the hidden labels gives them)."""
+    root = tmp_path / "data" / "udpos_xtreme"
+    (root / "test_labeled").mkdir(parents=True)
+    train = (data_root / "udpos_xtreme" / "train-en.tsv").read_text(encoding="utf-8").split("\n\n")[:40]
+    (root / "train-en.tsv").write_text("\n\n".join(train) + "\n", encoding="utf-8")
+    (root / "dev-en.tsv").write_text("\n\n".join(train[:8]) + "\n", encoding="utf-8")
+    free = ["\n".join(line.split("\t")[0] for line in block.splitlines()) for block in train[:5]]
+    (root / "test_labeled" / "test-en.tsv").write_text("\n\n".join(free) + "\n", encoding="utf-8")
+    ctx = context(tiny_encoder, tmp_path / "data", tmp_path / "runs", export_dir=tmp_path / "export",
+                  export_labels=str(tmp_path / "labels"))
+    [record] = tagging.run(udpos, ["en"], ctx)
+    assert record.metrics == {} and "unscored" in record.extra and record.n_examples == 5
+    lines = (tmp_path / "export" / "udpos" / "test-en.tsv").read_text(encoding="utf-8").split("\n\n")
+    assert [len(block.split()) for block in lines[:5]] == [len(block.split()) for block in free]
+    assert not (tmp_path / "labels" / "udpos" / "test-en.tsv").exists()

@@ -98,6 +98,9 @@ class PairClassification(finetune.Family):
                 out[i] = self.labels[best]
         return out  # type: ignore[return-value]
 
+    def labelled(self, examples) -> bool:
+        return all(ex.label is not None for ex in examples)
+
     def score(self, predictions, examples, lang) -> dict[str, float]:
         from xeval.metrics import accuracy
 

@@ -53,6 +53,11 @@ class Family:
     def predict(self, model: nn.Module, examples: list) -> list:
         raise NotImplementedError
 
+    def labelled(self, examples: list) -> bool:
+        """Whether the examples carry gold labels (XTREME's official test files do not: their predictions are
+        stored and exported unscored, for ``xeval score`` or the official scorer)."""
+        raise NotImplementedError
+
     def score(self, predictions: list, examples: list, lang: str) -> dict[str, float]:
         raise NotImplementedError
 
@@ -184,7 +189,9 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
     if not examples:
         raise ConfigError(f"task {card.name!r}: no {unit.split} examples for {unit.lang!r}")
     predictions = family.predict(model, examples)
-    metrics = {k: round(float(v), 6) for k, v in family.score(predictions, examples, unit.lang).items()}
+    labelled = family.labelled(examples)
+    metrics = {k: round(float(v), 6) for k, v in family.score(predictions, examples, unit.lang).items()} \
+        if labelled else {}
     write_text(_prediction_path(ctx, unit, family.suffix), family.format_predictions(predictions, examples))
     record = Record(
         unit=unit,
@@ -203,7 +210,9 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
             **family.config(),
         },
         provenance=stamp(time.perf_counter() - start),
-        extra={"training": report.to_json()},
+        extra={"training": report.to_json(),
+               **({} if labelled else {"unscored": "the evaluation data has no gold labels: score the exported "
+                                                   "predictions (xeval score / XTREME's evaluate.py)"})},
     )
     ctx.store.put(record)
     return record
@@ -229,4 +238,6 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
             examples = load(card, lang, unit.split, ctx)
             if recipe.max_eval:
                 examples = examples[: recipe.max_eval]
+            if not family.labelled(examples):
+                continue
             write_text(Path(ctx.options["export_labels"]) / rel, family.format_gold(examples))

@@ -165,6 +165,9 @@ class QA(finetune.Family):
                         best[ex] = (score, examples[ex].context[a:b])
         return [best[i][1] if i in best else "" for i in range(len(examples))]
 
+    def labelled(self, examples) -> bool:
+        return all(ex.answers for ex in examples)
+
     def score(self, predictions, examples, lang) -> dict[str, float]:
         from xeval.metrics import gold_answers, mlqa_scores, squad_scores
 

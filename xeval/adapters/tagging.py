@@ -167,6 +167,9 @@ class Tagging(finetune.Family):
             out[i].extend(predicted[k].get(w, fallback) for w in range(e - s))
         return out
 
+    def labelled(self, examples) -> bool:
+        return all(ex.tags is not None for ex in examples)
+
     def score(self, predictions, examples, lang) -> dict[str, float]:
         from xeval.metrics import chunk_scores, token_accuracy
 
