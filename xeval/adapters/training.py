@@ -270,9 +270,7 @@ def fine_tune(
     step, seen, loss_value = 0, 0, None
     bar = tqdm(total=total, desc=desc, unit="step", leave=False, disable=None)
     while step < total:
-        epoch_end_step = None
-        ordered = list(batches(features, recipe.batch_size, pad_token_id, generator))
-        for batch in ordered:
+        for batch in batches(features, recipe.batch_size, pad_token_id, generator):  # collated lazily
             n = len(batch["input_ids"])
             chunks = [{k: v[i : i + micro] for k, v in batch.items()} for i in range(0, n, micro)]
             for chunk in chunks:
@@ -292,9 +290,8 @@ def fine_tune(
                 checkpoint(step)
             if step >= total:
                 break
-        epoch_end_step = step
-        if select and (not curve or curve[-1][0] != epoch_end_step):
-            checkpoint(epoch_end_step)
+        if select and (not curve or curve[-1][0] != step):  # end of an epoch (or of training)
+            checkpoint(step)
     bar.close()
     if select and best_state is not None:
         model.load_state_dict(best_state)
