@@ -101,21 +101,27 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
     return prepare
 
 
-def tagging_pair(encoder, root, recipe_overrides, device):
-    from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification
-
+def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
+    """The adapter's family, recipe, training examples and features for one card's English training set."""
     from xeval.adapters import finetune
-    from xeval.adapters.tagging import Tagging
     from xeval.adapters.training import Recipe
     from xeval.tasks import load_card
 
-    card = load_card("udpos")
+    card = load_card(card_name)
     ctx = context(encoder, root, recipe_overrides)
     recipe = Recipe.build(card.recipe, recipe_overrides)
-    family = Tagging(card, ctx, recipe)
+    family = family_cls(card, ctx, recipe)
     examples = finetune.load(card, "en", "train", ctx)[: recipe.max_train]
     family.setup(examples)
-    features = family.features(examples)
+    return family, recipe, examples, family.features(examples)
+
+
+def tagging_pair(encoder, root, recipe_overrides, device):
+    from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification
+
+    from xeval.adapters.tagging import Tagging
+
+    family, recipe, examples, features = adapter_side("udpos", Tagging, encoder, root, recipe_overrides)
     # the usual Hugging Face recipe: tokenise with truncation, label the first subword of each word
     tok = encoder.tokenizer
     enc = tok([ex.tokens for ex in examples], is_split_into_words=True, truncation=True, max_length=recipe.max_length)
@@ -134,18 +140,9 @@ def tagging_pair(encoder, root, recipe_overrides, device):
 def classification_pair(encoder, root, recipe_overrides, device):
     from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
-    from xeval.adapters import finetune
     from xeval.adapters.classification import PairClassification
-    from xeval.adapters.training import Recipe
-    from xeval.tasks import load_card
 
-    card = load_card("xnli")
-    ctx = context(encoder, root, recipe_overrides)
-    recipe = Recipe.build(card.recipe, recipe_overrides)
-    family = PairClassification(card, ctx, recipe)
-    examples = finetune.load(card, "en", "train", ctx)[: recipe.max_train]
-    family.setup(examples)
-    features = family.features(examples)
+    family, recipe, examples, features = adapter_side("xnli", PairClassification, encoder, root, recipe_overrides)
     tok = encoder.tokenizer
     enc = tok([ex.text_a for ex in examples], [ex.text_b for ex in examples], truncation=True,
               max_length=recipe.max_length, return_token_type_ids=True)
