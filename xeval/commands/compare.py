@@ -30,9 +30,10 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     if args.tolerance < 0:
         raise UserError(f"--tolerance cannot be negative, found {args.tolerance:g}")
-    baseline = read_baseline(args.baseline)
-    current, _ = baseline_entries(load_records(args.current), model=args.model)
+    baseline, baseline_model = read_baseline(args.baseline)
+    current, current_model = baseline_entries(load_records(args.current), model=args.model)
     result = compare(baseline, current, args.tolerance, parse_tolerances(args.metric_tolerances))
+    result.models = (baseline_model, current_model)
     text = render(result, show_ok=args.show_ok)
     sys.stdout.write(text)
     if args.out:

@@ -66,11 +66,11 @@ def dump_baseline(doc: dict) -> str:
     return body + ',\n "entries": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
 
 
-def read_baseline(path: str | Path) -> list[dict]:
-    """Entries from a baseline file, or computed from a run folder / record files given as the baseline."""
+def read_baseline(path: str | Path) -> tuple[list[dict], str | None]:
+    """Entries (and the model key) from a baseline file, or computed from a run folder given as the baseline."""
     path = Path(path)
     if path.is_dir():
-        return baseline_entries(load_records([path]))[0]
+        return baseline_entries(load_records([path]))
     if not path.is_file():
         raise DataError(path, None, "expected a baseline JSON file or a run folder, found nothing there")
     try:
@@ -88,7 +88,7 @@ def read_baseline(path: str | Path) -> list[dict]:
         missing = [k for k in (*KEY, "value") if k not in entry]
         if missing:
             raise DataError(path, None, f"entry {i}: expected fields {', '.join(missing)}")
-    return entries
+    return entries, doc.get("model")
 
 
 def parse_tolerances(text: str | None) -> dict[str, float]:
@@ -112,6 +112,7 @@ class Comparison:
     rows: pd.DataFrame  # one row per baseline entry (+ new units): KEY, baseline, current, change, tolerance, status
     tolerance: float
     metric_tolerances: dict = field(default_factory=dict)
+    models: tuple = (None, None)  # (baseline model key, current model key), for the report only
 
     @property
     def failed(self) -> bool:
@@ -165,6 +166,10 @@ def render(result: Comparison, show_ok: bool = False) -> str:
              f"(tolerance {result.tolerance:g} points{extra}; lower is better for AER and gaps)"]
     shown = ["regressed", "missing", "improved"] + (["ok"] if show_ok else [])
     table = result.rows[result.rows["status"].isin(shown)].copy()
+    before, after = result.models
+    if before and after:
+        lines.append(f"models: baseline {before}, current {after}"
+                     + (" (same weights)" if before == after else " (weights differ)"))
     if table.empty:
         return "\n".join(lines) + "\n"
     table["order"] = table["status"].map({s: i for i, s in enumerate(shown)})
