@@ -324,6 +324,13 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
                 torch.cuda.synchronize()
             dt = time.perf_counter() - window["t"]
             avg = {k: v / window["steps"] for k, v in window["stats"].items()}
+            if world > 1:  # each rank's loss is its share of the global mean: average over ranks
+                keys = sorted(avg)
+                vec = torch.tensor([avg[k] for k in keys], dtype=torch.float64, device=device)
+                dist.all_reduce(vec)
+                avg = {k: float(v) / world for k, v in zip(keys, vec.tolist())}
+                if "grad_norm" in window["stats"]:
+                    avg["grad_norm"] = window["stats"]["grad_norm"] / window["steps"]  # identical on every rank
             tok_s = window["tokens"] / dt
             flops_s = (flops_per_token or 0.0) * window["tokens"] / world / dt
             last_stats = {"step": step, **avg, "lr": lr_at(step - 1, tc), "tokens_per_s": tok_s,

@@ -81,7 +81,7 @@ class XLCO(Objective):
             k = self.sentence(self.key_encoder, inputs["k_ids"], inputs["k_mask"])  # (B, C)
         if self.queue.full:
             pos = (q * k).sum(-1, keepdim=True)  # (B, 1)
-            neg = q @ self.queue.keys.T.to(q.dtype)  # (B, Q)
+            neg = q @ self.queue.keys.clone().T.to(q.dtype)  # (B, Q); a copy: push() below rewrites the buffer
             logits = torch.cat([pos, neg], dim=1) / self.temperature
             target = torch.zeros(len(q), dtype=torch.long, device=q.device)
             loss = F.cross_entropy(logits, target)

@@ -1,0 +1,167 @@
+"""Engine objectives: masking statistics, RTD labels and Gumbel-max sampling, the XLCO queue and key encoder,
+dictionary links of the token contrast."""
+
+from __future__ import annotations
+
+import torch
+
+from xeval.engine.data import PairBatch
+from xeval.engine.model import XevalConfig, XevalModel
+from xeval.engine.objectives import PretrainModel, StepContext
+from xeval.engine.objectives.base import TokenInfo, mask_tokens
+from xeval.engine.objectives.contrast import find_links, units
+from xeval.engine.objectives.electra import gumbel_sample, rtd_labels
+from xeval.engine.objectives.xlco import XLCO, KeyQueue
+
+TOKENS = TokenInfo(vocab_size=1000, pad=1, bos=0, eos=2, unk=3, mask=999, first_normal=4)
+
+
+def micro_config() -> XevalConfig:
+    return XevalConfig(vocab_size=1000, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                       intermediate_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+
+
+def test_mlm_masking_statistics():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, 999, (400, 128), generator=g)
+    ids[:, 0], ids[:, -1] = TOKENS.bos, TOKENS.eos
+    ids[:50, 100:] = TOKENS.pad
+    inputs, labels = mask_tokens(ids, TOKENS, 0.15, torch.Generator().manual_seed(1))
+    chosen = labels != -100
+    special = (ids < 4) | (ids == 999)
+    assert not chosen[special].any()  # specials and padding are never chosen
+    assert torch.equal(labels[chosen], ids[chosen])
+    rate = chosen.sum() / (~special).sum()
+    assert abs(rate.item() - 0.15) < 0.005
+    n = chosen.sum().item()
+    to_mask = (inputs[chosen] == TOKENS.mask).sum().item() / n
+    unchanged = (inputs[chosen] == ids[chosen]).sum().item() / n
+    random = 1 - to_mask - unchanged
+    assert abs(to_mask - 0.8) < 0.01 and abs(unchanged - 0.1) < 0.01 and abs(random - 0.1) < 0.01
+    assert torch.equal(inputs[~chosen], ids[~chosen])
+    assert inputs[chosen].min() >= TOKENS.first_normal  # random replacements are ordinary pieces
+    # deterministic given the generator's seed
+    again, _ = mask_tokens(ids, TOKENS, 0.15, torch.Generator().manual_seed(1))
+    assert torch.equal(again, inputs)
+
+
+def test_rtd_labels_mark_only_changed_tokens_never_padding():
+    original = torch.tensor([[0, 10, 11, 12, 2, 1, 1], [0, 20, 21, 2, 2, 30, 2]])
+    corrupted = torch.tensor([[0, 10, 99, 12, 2, 1, 1], [0, 21, 21, 2, 2, 30, 2]])
+    attention = (original != 1).long()
+    # position (0, 3) was masked but the generator sampled the original token: label 0, not 1
+    labels = rtd_labels(original, corrupted, attention)
+    assert labels.tolist() == [[0, 0, 1, 0, 0, -1, -1], [0, 1, 0, 0, 0, 0, 0]]
+    # padding that the generator "changed" stays ignored
+    corrupted[0, 5] = 42
+    assert rtd_labels(original, corrupted, attention)[0, 5] == -1
+
+
+def test_gumbel_max_samples_softmax_of_logits():
+    logits = torch.tensor([[0.0, 1.0, 2.0]]).expand(60000, 3)
+    s = gumbel_sample(logits, torch.Generator().manual_seed(0))
+    freq = torch.bincount(s, minlength=3).float() / len(s)
+    assert torch.allclose(freq, torch.softmax(logits[0], -1), atol=0.01)
+
+
+def test_trtd_forward_labels_follow_sampled_tokens():
+    torch.manual_seed(0)
+    model = PretrainModel(micro_config(), {"trtd": {"mask_prob": 0.5}}, TOKENS)
+    batch = PairBatch([[10, 11, 12], [20, 21]], [[30, 31], [40, 41, 42, 43]], ["en-de", "en-de"], [False, True], [])
+    inputs = model.prepare({"pairs": batch}, lambda name: torch.Generator().manual_seed(3))["trtd"]
+    seen = {}
+    obj = model.objectives["trtd"]
+    orig = model.encoder.forward
+
+    def spy(ids, mask=None, **kw):
+        seen["corrupted"], seen["mask"] = ids.clone(), mask
+        return orig(ids, mask, **kw)
+
+    model.encoder.forward = spy
+    loss, stats = obj(inputs, model, StepContext(step=0, seed=0))
+    changed = seen["corrupted"] != inputs["original"]
+    assert not changed[inputs["attention_mask"] == 0].any()  # padding untouched
+    assert not changed[inputs["labels"] == -100].any()  # only masked positions can be replaced
+    expected_rate = changed[inputs["attention_mask"] == 1].float().mean()
+    assert abs(stats["trtd_replaced"].item() - expected_rate.item()) < 1e-6
+    loss.backward()
+    assert model.encoder.embeddings.tokens.weight.grad is not None
+
+
+def test_key_queue_is_a_ring_buffer_filled_before_use():
+    q = KeyQueue(size=5, dim=2)
+    q.push(torch.ones(3, 2))
+    assert not q.full and int(q.filled) == 3 and int(q.ptr) == 3
+    q.push(2 * torch.ones(3, 2))  # wraps: slots 3, 4, 0
+    assert q.full and int(q.ptr) == 1
+    assert q.keys[:, 0].tolist() == [2, 1, 1, 2, 2]
+    q.push(torch.arange(14, dtype=torch.float).view(7, 2))  # more than the queue: keeps the last 5
+    assert sorted(q.keys[:, 0].tolist()) == [4, 6, 8, 10, 12]
+
+
+def test_xlco_waits_for_full_queue_and_key_encoder_gets_no_gradients():
+    torch.manual_seed(0)
+    cfg = {"queue_size": 6, "momentum": 0.5, "temperature": 0.1}
+    model = PretrainModel(micro_config(), {"xlco": cfg}, TOKENS)
+    xlco: XLCO = model.objectives["xlco"]
+    assert xlco.layer == 2  # round(2/3 of 3 layers)
+    assert all(not p.requires_grad for p in xlco.key_encoder.parameters())
+    batch = PairBatch([[10, 11, 12], [20, 21], [5, 6, 7]], [[30, 31], [40, 41, 42], [8, 9]], ["en-de"] * 3,
+                      [False] * 3, [])  # fmt: skip
+    inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))["xlco"]
+    loss, stats = xlco(inputs, model, StepContext(0, 0))
+    assert loss.item() == 0.0 and stats["xlco_queue"] == 3  # not full yet: no contrast against empty slots
+    before = [p.clone() for p in xlco.key_encoder.parameters()]
+    loss, stats = xlco(inputs, model, StepContext(1, 0))
+    assert stats["xlco_queue"] == 6
+    loss, stats = xlco(inputs, model, StepContext(2, 0))
+    assert loss.item() > 0
+    loss.backward()
+    assert all(p.grad is None for p in xlco.key_encoder.parameters())
+    assert model.encoder.embeddings.tokens.weight.grad is not None
+    # the momentum update moved the key encoder towards the encoder (nothing else changes it)
+    with torch.no_grad():
+        for p in model.encoder.parameters():
+            p.add_(1.0)
+    xlco.momentum_update(model.encoder)
+    moved = [not torch.equal(a, b) for a, b in zip(before, xlco.key_encoder.parameters())]
+    assert all(moved)
+
+
+def test_token_contrast_links_dictionary_pairs_of_a_hand_built_pair():
+    table = {"cat": {"katze"}, "sleeps": {"schläft"}, "the": {"die", "der"}, "house": {"haus"}}
+    src = ["▁the", "▁cat", "▁sle", "eps", "▁in", "▁the", "▁house", "."]
+    tgt = ["▁die", "▁Kat", "ze", "▁schl", "äft", "▁im", "▁Haus", "."]
+    # "the" is ambiguous (twice in the source); "in" has no entry; "house" -> "Haus" (punctuation stripped)
+    assert find_links(src, tgt, table) == [(1, 1), (2, 3), (6, 6)]
+    assert units(["▁Kat", "ze", "<0xE4>"], by_piece=False) == []  # a word with a byte piece cannot match
+    # languages without spaces match single pieces
+    assert find_links(["▁cat", "▁sleeps"], ["▁猫", "在", "睡"], {"cat": {"猫"}}, tgt_by_piece=True) == [(0, 0)]
+
+
+def test_token_and_sequence_contrast_run_and_backpropagate():
+    torch.manual_seed(0)
+    pieces = [f"p{i}" for i in range(1000)]
+    pieces[10], pieces[11], pieces[30], pieces[31] = "▁cat", "▁sleeps", "▁Katze", "▁schläft"
+    pieces[12], pieces[40] = "▁y", "▁x"
+    model = PretrainModel(micro_config(), {"seqcl": {}, "tokcl": {}}, TOKENS, pieces,
+                          {"en-de": {"cat": {"katze"}, "sleeps": {"schläft"}}})  # fmt: skip
+    batch = PairBatch([[10, 11], [30, 31, 12]], [[30, 31, 40], [10, 11]], ["en-de", "en-de"], [False, True], [])
+    inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))
+    assert inputs["tokcl"]["links"][0, :2].tolist() == [[1, 1], [2, 2]]  # +1 for <s>
+    assert inputs["tokcl"]["links"][1, :2].tolist() == [[1, 1], [2, 2]]  # swapped pair: reverse dictionary
+    loss, stats = model(inputs, StepContext(0, 0))
+    assert stats["tokcl_links"] == 4
+    loss.backward()
+    assert model.encoder.embeddings.tokens.weight.grad.abs().sum() > 0
+
+
+def test_generator_shares_embeddings_and_is_not_exported():
+    model = PretrainModel(micro_config(), {"mrtd": {}}, TOKENS)
+    assert model.heads["generator"].embeddings.tokens is model.encoder.embeddings.tokens
+    assert model.heads["generator"].config.num_hidden_layers == 1
+    assert not any("generator" in k for k in model.encoder.state_dict())
+
+
+def test_encoder_is_plain_xeval_model():
+    assert type(PretrainModel(micro_config(), {"mlm": {}}, TOKENS).encoder) is XevalModel
