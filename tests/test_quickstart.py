@@ -1,0 +1,82 @@
+"""``xeval quickstart`` end to end on a minimal world and a few pre-training steps: every stage writes its output,
+records are stored, a rerun reuses world, model and records, and the world passes ``xeval data check``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xeval.quickstart import FINETUNE, PROBES, Options, quickstart
+
+TINY_SIZES = {"mono": 150, "parallel": 120, "train": 40, "dev": 12, "test": 12, "tatoeba": 12, "alignment": 8}
+TINY_PLAN = {
+    "model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+              "max_position_embeddings": 256, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    "vocab_size": 500, "tokenizer_lines": 2000, "seq_len": 32, "pair_max_side": 24, "mono_batch": 4,
+    "pair_batch": 4,
+}  # fmt: skip
+TINY_EVAL = {"max_train": 16, "epochs": 1, "max_dev": 8, "max_eval": 8, "batch_size": 8}
+
+
+def tiny_options(out) -> Options:
+    return Options(out=str(out), minutes=1, languages=2, sizes=TINY_SIZES, plan=TINY_PLAN, eval=TINY_EVAL,
+                   pretrain_seconds=60, max_steps=3)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quickstart")
+    lines: list[str] = []
+    result = quickstart(tiny_options(out), echo=lines.append)
+    return out, result, lines
+
+
+@pytest.mark.slow
+def test_every_stage_writes_its_output(first_run):
+    out, result, lines = first_run
+    assert (out / "world" / "world.json").is_file()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "quickstart.json"):
+        assert (out / "model" / name).is_file(), name
+    assert not (out / "model.partial").exists()
+    assert result["pretrain"]["steps"] == 3
+    tasks = {path.parent.name for path in (out / "results").glob("*/*/*.json")}
+    assert tasks == set(PROBES) | set(FINETUNE)
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# xeval quickstart")
+    assert (out / "figures" / "layers.png").is_file()
+    saved = json.loads((out / "quickstart.json").read_text(encoding="utf-8"))
+    assert saved["model"] == result["model"] and saved["records"] == result["records"]
+    # probes over every layer (embeddings + 1 transformer layer), fine-tuning on qaa tested on both languages
+    layers = {r for r in saved["headline"] if r.startswith("synth_tatoeba")}
+    assert layers and any("report" in line for line in lines)
+    assert set(saved["stages"]) == {"world", "pretrain", "evaluate", "report"}
+
+
+@pytest.mark.slow
+def test_rerun_reuses_world_model_and_records(first_run):
+    out, result, _ = first_run
+    before = {p: p.stat().st_mtime_ns for p in (out / "results").glob("*/*/*.json")}
+    again = quickstart(tiny_options(out), echo=lambda text: None)
+    assert again["world_reused"] and again["model_reused"]
+    assert again["model"] == result["model"]
+    assert {p: p.stat().st_mtime_ns for p in (out / "results").glob("*/*/*.json")} == before
+
+
+@pytest.mark.slow
+def test_quickstart_world_passes_data_check(first_run, monkeypatch):
+    from xeval.data.check import check_suite
+    from xeval.data.sources import DataRoot
+    from xeval.tasks import load_suite
+
+    out, _, _ = first_run
+    monkeypatch.setenv("XEVAL_TASKS", str(out / "world" / "tasks"))
+    report = check_suite(load_suite("synthetic"), DataRoot.resolve(str(out / "world")))
+    assert not report.errors, [row.error for row in report.errors]
+    assert report.rows and all((row.examples or 0) > 0 for row in report.rows)
+
+
+def test_bad_minutes_is_a_user_error(tmp_path):
+    from xeval.errors import UserError
+
+    with pytest.raises(UserError):
+        quickstart(Options(out=str(tmp_path), minutes=0), echo=lambda text: None)
