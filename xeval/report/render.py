@@ -121,7 +121,8 @@ def latex_escape(text: str) -> str:
 
 
 def _latex_header(text: str, stacked: bool) -> str:
-    """``XQuAD F1 / EM`` as two centred lines (task over metric), as the XLM-E table prints it."""
+    """``XQuAD F1 / EM`` as two centred lines (task over metric), as the XLM-E table prints it; a group header
+    ("Structured Prediction") likewise, so it does not widen the columns below it."""
     head, _, rest = text.partition(" ")
     if not stacked or not rest:
         return latex_escape(text)
@@ -133,7 +134,8 @@ def latex_table(table: Table) -> str:
     names = _index_names(table)
     n_index = len(names)
     cells = _cells(table, lambda t: rf"\textbf{{{t}}}", lambda s: rf"{{\scriptsize${{}}\pm{{}}${s}}}", " / ")
-    spec = "l" * n_index + "".join("c" if len(cols) > 1 else "r" for _, cols in display)
+    numeric = "c" if table.stacked_headers else "r"  # centred under two-line headers, as the paper prints it
+    spec = "l" * n_index + "".join("c" if len(cols) > 1 else numeric for _, cols in display)
     lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}"]
     # shrink to the text width only when wider than it (graphicx's \width is the natural width)
     lines.append(r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%")
@@ -150,7 +152,7 @@ def latex_table(table: Table) -> str:
         while i < len(display):
             if i in spans:
                 header, width = spans[i]
-                band.append(rf"\multicolumn{{{width}}}{{c}}{{{latex_escape(header)}}}")
+                band.append(rf"\multicolumn{{{width}}}{{c}}{{{_latex_header(header, table.stacked_headers)}}}")
                 rules.append(rf"\cmidrule(lr){{{position + i}-{position + i + width - 1}}}")
                 i += width
             else:
