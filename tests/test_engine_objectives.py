@@ -111,6 +111,7 @@ def test_xlco_waits_for_full_queue_and_key_encoder_gets_no_gradients():
     inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))["xlco"]
     loss, stats = xlco(inputs, model, StepContext(0, 0))
     assert loss.item() == 0.0 and stats["xlco_queue"] == 3  # not full yet: no contrast against empty slots
+    assert not loss.requires_grad
     before = [p.clone() for p in xlco.key_encoder.parameters()]
     loss, stats = xlco(inputs, model, StepContext(1, 0))
     assert stats["xlco_queue"] == 6

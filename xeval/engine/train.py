@@ -299,7 +299,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             counter.__enter__()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.bf16):
             loss, stats = net(inputs, ctx)
-        loss.backward()
+        if loss.requires_grad:  # False only while an XLCO-only run fills its queue
+            loss.backward()
         if counter is not None:
             counter.__exit__(None, None, None)
             flops_per_token = counter.get_total_flops() / max(1, stats["tokens"])

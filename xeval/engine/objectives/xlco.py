@@ -7,7 +7,8 @@
             only once the buffer is full ("filled before use"), so no zero rows ever act as negatives.
 - loss   InfoNCE  -log exp(q.k / t) / (exp(q.k / t) + sum_queue exp(q.n / t)), temperature t.
 
-Only layers up to the contrast layer are run for queries and keys (``exit_layer``).
+Only layers up to the contrast layer are run for queries and keys (``exit_layer``); while the queue fills, only
+keys are computed (as in InfoXLM's own criterion). Defaults follow it: [CLS] pooling, layer 8 of 12.
 """
 
 from __future__ import annotations
@@ -74,23 +75,23 @@ class XLCO(Objective):
         return F.normalize(pool(h, mask, self.pooling).float(), dim=-1)  # (B, C)
 
     def forward(self, inputs: dict, owner, ctx: StepContext):
-        q = self.sentence(owner.encoder, inputs["q_ids"], inputs["q_mask"])  # (B, C)
         with torch.no_grad():
             self.momentum_update(owner.encoder)
             self.key_encoder.eval()
             k = self.sentence(self.key_encoder, inputs["k_ids"], inputs["k_mask"])  # (B, C)
         if self.queue.full:
+            q = self.sentence(owner.encoder, inputs["q_ids"], inputs["q_mask"])  # (B, C)
             pos = (q * k).sum(-1, keepdim=True)  # (B, 1)
             neg = q @ self.queue.keys.clone().T.to(q.dtype)  # (B, Q); a copy: push() below rewrites the buffer
             logits = torch.cat([pos, neg], dim=1) / self.temperature
             target = torch.zeros(len(q), dtype=torch.long, device=q.device)
             loss = F.cross_entropy(logits, target)
             acc = (logits.argmax(-1) == 0).float().mean().detach()
-        else:  # still filling the queue: no loss, but keep the graph connected for DDP
-            loss = q.sum() * 0.0
-            acc = q.new_zeros(())
+            tokens = int(inputs["q_mask"].sum())
+        else:  # still filling the queue (as InfoXLM does): keys only, no query pass, no loss
+            loss = torch.zeros((), device=k.device)
+            acc, tokens = torch.zeros(()), 0
         self.queue.push(gather(k))
-        tokens = int(inputs["q_mask"].sum())
         return loss, {"xlco": loss.detach(), "xlco_acc": acc, "xlco_queue": float(self.queue.filled), "tokens": tokens}
 
 

@@ -1,0 +1,194 @@
+"""Training-step throughput of xeval's engine against Hugging Face ``BertForMaskedLM`` of the same size, same batches.
+
+Every variant runs a full training step (forward, loss, backward, AdamW step) on the same token batches
+(B rows x T tokens, 15 % masked with 80/10/10, seeded). Variants run interleaved (round-robin, a warm-up step each
+first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
+
+- ``hf-bert``: ``BertForMaskedLM`` (SDPA attention; its MLM head projects every position, HF's usual recipe);
+- ``xeval``: the engine's MLM (head on masked positions only), fp32, with biases -- same shape as hf-bert;
+- ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-compile``
+  (``--compile``): + ``torch.compile`` of the encoder.
+- ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
+  ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
+  query pass to layer round(2/3 L) with gradients, momentum key pass without), i.e. contrast over the same text;
+  both reported relative to ``xeval`` (same dtype, same biases).
+
+Executed-FLOP utilisation = FLOPs actually run by one step (``torch.utils.flop_counter``: matmuls, attention) /
+median step time / matmul peak measured in this run (n x n x n products, same dtype and threads).
+
+    python bench/engine_throughput.py                      # tiny (4 x 256, 16k vocab), 1 CPU thread
+    python bench/engine_throughput.py --batch 32 --seq 128 --threads 2 --compile --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+
+def make_batches(n: int, batch: int, seq: int, vocab: int, seed: int = 0):
+    from xeval.engine.objectives.base import TokenInfo, mask_tokens
+
+    tokens = TokenInfo(vocab_size=vocab, pad=1, bos=0, eos=2, unk=3, mask=vocab - 1, first_normal=4)
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        ids = torch.randint(tokens.first_normal, vocab - 1, (batch, seq), generator=g)
+        ids[:, 0], ids[:, -1] = tokens.bos, tokens.eos
+        inputs, labels = mask_tokens(ids, tokens, 0.15, g)
+        out.append((ids, inputs, labels))
+    return tokens, out
+
+
+class Variant:
+    """One training step on batch i: ``step(i)``; ``flops`` counted once."""
+
+    def __init__(self, name, model, step_fn, amp: bool, device):
+        self.name, self.model, self.step_fn, self.amp, self.device = name, model, step_fn, amp, device
+        self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, betas=(0.9, 0.98))
+        self.times: list[float] = []
+        self.flops = None
+
+    def step(self, batch) -> None:
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            loss = self.step_fn(batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+
+    def count_flops(self, batch) -> None:
+        counter = FlopCounterMode(display=False)
+        with counter:
+            self.step(batch)
+        self.flops = counter.get_total_flops()
+
+
+def build_variants(args, tokens, device):
+    from transformers import BertConfig, BertForMaskedLM
+
+    from xeval.engine.model import XevalConfig
+    from xeval.engine.objectives import PretrainModel, StepContext
+    from xeval.engine.objectives.xlco import XLCO
+
+    L, H, V = args.layers, args.hidden, tokens.vocab_size
+    shape = dict(hidden_size=H, num_hidden_layers=L, num_attention_heads=args.heads, intermediate_size=4 * H,
+                 max_position_embeddings=512, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)  # fmt: skip
+    variants = []
+
+    torch.manual_seed(0)
+    bert = BertForMaskedLM(BertConfig(vocab_size=V, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
+                                      **shape)).to(device).train()  # fmt: skip
+
+    def hf_step(b):
+        ids, inputs, labels = (t.to(device) for t in b)
+        return bert(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
+
+    variants.append(Variant("hf-bert", bert, hf_step, False, device))
+
+    def engine(name, objectives, bias=True, amp=False, compile_=False):
+        torch.manual_seed(0)
+        cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **shape)
+        model = PretrainModel(cfg, objectives, tokens).to(device).train()
+        if compile_:
+            model.encoder.compile()
+        for obj in model.objectives.values():
+            if isinstance(obj, XLCO):  # a full queue, so the step includes the contrast
+                obj.queue.push(torch.nn.functional.normalize(torch.randn(obj.queue.keys.shape), dim=-1).to(device))
+
+        def step(b):
+            ids, inputs, labels = (t.to(device) for t in b)
+            attention = torch.ones_like(ids)
+            x = {}
+            if "mlm" in objectives:
+                x["mlm"] = {"input_ids": inputs, "attention_mask": attention, "labels": labels,
+                            "n_total": (labels != -100).sum()}  # fmt: skip
+            if "mrtd" in objectives:
+                x["mrtd"] = {"original": ids, "input_ids": inputs, "attention_mask": attention, "labels": labels,
+                             "n_total": (labels != -100).sum(), "n_tokens": attention.sum()}  # fmt: skip
+            if "xlco" in objectives:
+                half = ids.shape[1] // 2
+                q, k = ids[:, :half].clone(), ids[:, half:].clone()
+                q[:, 0], k[:, 0] = tokens.bos, tokens.bos
+                x["xlco"] = {"q_ids": q, "q_mask": torch.ones_like(q), "k_ids": k, "k_mask": torch.ones_like(k)}
+            loss, _ = model(x, StepContext(step=0, seed=0, device=device))
+            return loss
+
+        variants.append(Variant(name, model, step, amp, device))
+
+    engine("xeval", {"mlm": {}})
+    engine("xeval-nobias", {"mlm": {}}, bias=False)
+    if not args.no_bf16:
+        engine("xeval-bf16", {"mlm": {}}, bias=False, amp=True)
+    if args.compile:
+        engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True)
+    engine("xlm-e", {"mrtd": {}})
+    engine("mlm+xlco", {"mlm": {}, "xlco": {"queue_size": 1024}})
+    return variants
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=16000)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=2, help="timed steps per variant per round")
+    ap.add_argument("--repeats", type=int, default=5, help="timed rounds (medians over rounds)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--compile", action="store_true", help="add a torch.compile variant (slow to start)")
+    ap.add_argument("--no-bf16", action="store_true", help="skip the bf16 variant")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    from xeval.engine.train import measure_peak
+
+    tokens, batches = make_batches(args.repeats * args.steps + 2, args.batch, args.seq, args.vocab)
+    variants = build_variants(args, tokens, device)
+    for v in variants:  # warm-up (and compilation), then one counted step
+        v.step(batches[0])
+        v.count_flops(batches[1])
+    i = 2
+    for _ in range(args.repeats):
+        for v in variants if _ % 2 == 0 else reversed(variants):  # interleaved, alternating order
+            for k in range(args.steps):
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                t = time.perf_counter()
+                v.step(batches[i + k])
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                v.times.append(time.perf_counter() - t)
+        i += args.steps
+    peak32 = measure_peak(device, torch.float32)
+    peak16 = measure_peak(device, torch.bfloat16) if not args.no_bf16 else peak32
+    tokens_per_step = args.batch * args.seq
+    med = {v.name: statistics.median(v.times) for v in variants}
+    print(f"engine throughput: {args.layers} x {args.hidden}, vocab {args.vocab}, batch {args.batch} x {args.seq}, "
+          f"{args.threads} thread(s) on {device}; matmul peak fp32 {peak32 / 1e9:.1f} GFLOP/s, bf16 "
+          f"{peak16 / 1e9:.1f} GFLOP/s; medians of {args.repeats} rounds x {args.steps} steps")  # fmt: skip
+    print(f"{'variant':15s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s} {'GFLOP/step':>11s} {'util':>6s}")
+    for v in variants:
+        t = med[v.name]
+        peak = peak16 if v.amp else peak32
+        print(f"{v.name:15s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x "
+              f"{v.flops / 1e9:11.2f} {100 * v.flops / t / peak:5.1f}%")  # fmt: skip
+    print(f"step cost relative to the engine's MLM step (same batch, fp32, biases): xlm-e "
+          f"{med['xlm-e'] / med['xeval']:.2f}x (target <= 1.5x), mlm+xlco {med['mlm+xlco'] / med['xeval']:.2f}x "
+          f"(target <= 1.3x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
