@@ -1,0 +1,60 @@
+"""Pre-training presets and config resolution; the pretrain verb's one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from xeval.engine.config import PRESET_DIR, load_config
+from xeval.engine.objectives import OBJECTIVES
+from xeval.errors import ConfigError
+
+PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2"]
+
+
+@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("size", ["micro", "tiny", "base"])
+def test_every_preset_resolves_at_every_size(name, size):
+    cfg = load_config(name, size)
+    assert cfg.name == name and cfg.size == size
+    assert set(cfg.objectives) <= set(OBJECTIVES)
+    if size == "tiny":
+        assert (cfg.model["num_hidden_layers"], cfg.model["hidden_size"], cfg.tokenizer.vocab_size) == (4, 256, 16000)
+    if name.startswith("xlm-e"):
+        assert cfg.model["relative_attention"] == "gated"
+        assert cfg.objectives["mrtd"]["disc_weight"] == 50.0
+    assert cfg.data.alpha == 0.7
+
+
+def test_preset_files_are_all_listed():
+    assert sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if p.stem != "sizes") == sorted(PRESETS)
+
+
+def test_size_specific_overrides_and_set():
+    assert load_config("infoxlm", "micro").objectives["xlco"]["queue_size"] == 256
+    assert load_config("infoxlm", "base").objectives["xlco"]["queue_size"] == 131072
+    cfg = load_config("mlm", "micro", ["train.lr=0.01", "data.languages=[de, fr]"])
+    assert cfg.train.lr == 0.01 and cfg.data.languages == ["de", "fr"]
+
+
+def test_bad_configs_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="unknown pre-training preset 'nope'"):
+        load_config("nope")
+    with pytest.raises(ConfigError, match="unknown size"):
+        load_config("mlm", "huge")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['lrate'\]"):
+        load_config("mlm", "micro", ["train.lrate=1"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nobjectives: {mlm: {}\n")
+    with pytest.raises(ConfigError, match="bad.yaml:.*not valid YAML"):
+        load_config(str(bad))
+
+
+def test_pretrain_verb_errors_are_one_line(tmp_path, capsys):
+    from xeval.cli import main
+
+    assert main(["pretrain", "--config", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown pre-training preset" in err[0]
+    assert main(["pretrain", "--config", "mlm", "--size", "micro", "--out", str(tmp_path / "o"), "--data",
+                 str(tmp_path / "nodata")]) == 2  # fmt: skip
+    assert "expected the shared data" in capsys.readouterr().err
