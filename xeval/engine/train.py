@@ -9,8 +9,8 @@ objectives, one backward, clip, AdamW. Under ``torchrun`` the model is wrapped i
 - dropout is reseeded from (seed, step, rank) at every step, so the random stream after a resume is the one an
   uninterrupted run would have used (the torch RNG state is saved as well);
 - log lines: loss per objective, tokens/s, executed-FLOP utilisation = FLOPs actually run (counted with
-  ``torch.utils.flop_counter`` on this process's first step, per token) / time, against a matmul peak measured
-  at start-up on the same device and dtype.
+  ``torch.utils.flop_counter`` on the first step of each log window, per token) / time, against a matmul peak
+  measured at start-up on the same device and dtype.
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             group["lr"] = lr_at(step, tc)
         torch.manual_seed(tc.seed * 1_000_003 + step * 7919 + rank * 104_729 + 17)  # dropout stream of this step
         ctx = StepContext(step=step, seed=tc.seed, rank=rank, world=world, device=device)
-        count_flops = flops_per_token is None and not tc.compile
+        count_flops = window["steps"] == 0 and not tc.compile  # first step of each log window (the mix changes)
         counter = FlopCounterMode(display=False) if count_flops else None
         if counter is not None:
             counter.__enter__()
