@@ -121,3 +121,27 @@ def test_mlm_head_projects_only_masked_positions():
     head(h[sel])
     assert seen == [(torch.Size([2, 8]), torch.Size([2, 100]))]
     assert not any(p is model.embeddings.tokens.weight for p in head.parameters())  # tied, not duplicated
+
+
+def test_exact_export_to_stock_bert(tmp_path):
+    from transformers import AutoModel
+
+    from xeval.engine.export import export_bert, to_bert
+    from xeval.errors import UserError
+
+    torch.manual_seed(0)
+    model = XevalModel(tiny_config()).eval()
+    model.save_pretrained(tmp_path / "xeval")
+    export_bert(tmp_path / "xeval", tmp_path / "bert")
+    bert = AutoModel.from_pretrained(tmp_path / "bert", output_hidden_states=True).eval()
+    assert bert.config.model_type == "bert"
+    ids = torch.randint(4, 100, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[0, 7:] = 0
+    ours = model(ids, mask, output_hidden_states=True).hidden_states
+    theirs = bert(input_ids=ids, attention_mask=mask).hidden_states
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert torch.allclose(a[mask.bool()], b[mask.bool()], atol=1e-5)
+    with pytest.raises(UserError):
+        to_bert(XevalModel(tiny_config(relative_attention="gated")))
