@@ -40,10 +40,10 @@ ALIGN_DEFAULTS = {
 
 
 def cosine_matrix(src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
-    """src [n, H], tgt [m, H] -> cosine similarities float64 [n, m]."""
-    src = src / np.maximum(np.linalg.norm(src, axis=1, keepdims=True), 1e-12)
-    tgt = tgt / np.maximum(np.linalg.norm(tgt, axis=1, keepdims=True), 1e-12)
-    return (src @ tgt.T).astype(np.float64)
+    """src [..., n, H], tgt [..., m, H] -> cosine similarities float64 [..., n, m] (e.g. every layer at once)."""
+    src = src / np.maximum(np.linalg.norm(src, axis=-1, keepdims=True), 1e-12)
+    tgt = tgt / np.maximum(np.linalg.norm(tgt, axis=-1, keepdims=True), 1e-12)
+    return np.matmul(src, np.swapaxes(tgt, -1, -2)).astype(np.float64)
 
 
 def argmax_inter(sim: np.ndarray) -> np.ndarray:
@@ -92,7 +92,7 @@ def extract(sim: np.ndarray, method: str, epsilon: float = 0.05, threshold: floa
 def word_links(links: np.ndarray, src_words: list[int], tgt_words: list[int]) -> set[tuple[int, int]]:
     """Subword links bool [n, m] -> word links: words i, j are linked when any of their subwords are."""
     rows, cols = np.nonzero(links)
-    return {(src_words[r], tgt_words[c]) for r, c in zip(rows.tolist(), cols.tolist())}
+    return set(zip(np.asarray(src_words)[rows].tolist(), np.asarray(tgt_words)[cols].tolist()))
 
 
 # --------------------------------------------------------------------------- encoding pairs
@@ -132,8 +132,9 @@ def align_layers(encoder, pairs, layers: list[int], options: dict) -> dict[int, 
     chunk = int(options["chunk"])
     for start in range(0, len(pairs), chunk):
         for s_states, s_words, t_states, t_words in encode(encoder, pairs[start : start + chunk], layers):
+            sims = cosine_matrix(s_states, t_states)  # [L, n, m]: every layer in one product
             for row, layer in enumerate(layers):
-                sim = cosine_matrix(s_states[row], t_states[row]) if len(s_words) and len(t_words) else np.zeros((0, 0))
+                sim = sims[row]
                 for method in methods:
                     links = extract(sim, method, float(options["epsilon"]), float(options["threshold"]))
                     out[layer][method].append(word_links(links, s_words, t_words))
