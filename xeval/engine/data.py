@@ -252,6 +252,7 @@ class Corpora:
     pairs: dict[str, list[tuple[str, str]]]
     mono: dict[str, list[str]]
     report: dict[str, dict[str, Counter]] = field(default_factory=dict)  # "pairs"/"mono" -> key -> Counter
+    pairs_in_mono: bool = False  # the sides of the pairs were added to ``mono`` already
 
     def log_lines(self) -> list[str]:
         out = []
@@ -322,7 +323,7 @@ def load_corpora(
                 seen = set(mono.get(lang, ()))
                 extra = [r[side] for r in rows if r[side] not in seen and not seen.add(r[side])]
                 mono[lang] = mono.get(lang, []) + extra
-    return Corpora(pairs, mono, report)
+    return Corpora(pairs, mono, report, pairs_in_mono=pairs_as_mono)
 
 
 def _clean_until(rows: list, clean_fn, max_lines: int | None, seed: int, key: str, split: str):
@@ -357,7 +358,7 @@ def balanced_sample(corpora: Corpora, n_lines: int, alpha: float = 0.7, seed: in
     """Texts per language for tokenizer training: n_lines in all, language j getting ~n_lines * p_j (both sides of
     pairs count for their language; a language with too few lines contributes all it has)."""
     by_lang: dict[str, list[str]] = defaultdict(list)
-    for key, rows in corpora.pairs.items():
+    for key, rows in corpora.pairs.items() if not corpora.pairs_in_mono else ():
         a, b = key.split("-")
         by_lang[a].extend(r[0] for r in rows)
         by_lang[b].extend(r[1] for r in rows)

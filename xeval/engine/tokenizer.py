@@ -133,7 +133,7 @@ def build_tokenizer(corpus: list[str], out: str | Path, vocab_size: int = 16000,
     from xeval.errors import ConfigError
 
     t0 = time.time()
-    train = Corpora({}, {})
+    train = Corpora({}, {}, pairs_in_mono=True)
     held: dict[str, list[str]] = {}
     for spec in corpus:
         path = Path(spec)

@@ -231,6 +231,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         model_cfg.check()
     except ValueError as err:
         raise ConfigError(f"model: {err}") from None
+    if rank == 0 and model_cfg.position_embedding == "absolute":  # tell tokenizer users the model's length limit
+        save_tokenizer(tok, out, model_max_length=model_cfg.max_position_embeddings)
     dictionaries = {}
     if "tokcl" in cfg.objectives:
         dictionaries = load_dictionaries(cfg, root, list(corpora.pairs))
