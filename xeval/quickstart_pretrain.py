@@ -25,9 +25,12 @@ import torch
 from xeval.atomic import write_json
 from xeval.errors import UserError
 
-# Objectives that give cross-lingual transfer quickly at this scale: masked LM on monolingual rows plus translation
-# LM on concatenated pairs (XLM); the pairs are what ties the scripts of a zero-overlap world together.
-DEFAULT_OBJECTIVES = {"mlm": {"weight": 1.0, "mask_prob": 0.15}, "tlm": {"weight": 1.0, "mask_prob": 0.15}}
+# Objectives that give cross-lingual transfer quickly at this scale: masked LM on monolingual rows, plus a
+# sequence-level contrast of translation pairs (VECO 2.0's, in-batch negatives, mean pooling). Measured on the
+# quickstart world (2 shared CPU cores, ~250 steps): MLM+TLM stays on the unigram plateau (retrieval at the level
+# of shared word forms) while MLM+contrast reaches ~99 % retrieval and ~80 % lexicon induction.
+DEFAULT_OBJECTIVES = {"mlm": {"weight": 1.0, "mask_prob": 0.15},
+                      "seqcl": {"weight": 1.0, "temperature": 0.05, "pooling": "mean"}}  # fmt: skip
 
 
 @dataclass
@@ -36,16 +39,16 @@ class PretrainPlan:
 
     objectives: dict = field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_OBJECTIVES.items()})
     model: dict = field(default_factory=lambda: {
-        "hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 256,
-        "max_position_embeddings": 256, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-    })  # fmt: skip
-    vocab_size: int = 2000
+        "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+        "max_position_embeddings": 256, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+    })  # fmt: skip  (no dropout: a few hundred steps do not overfit, and attention dropout is ~25 % slower on CPU)
+    vocab_size: int = 800  # ~ the words of the quickstart world's 4 languages: near word-level pieces
     tokenizer_lines: int = 20000
     seq_len: int = 64
     pair_max_side: int = 40
-    mono_batch: int = 32
-    pair_batch: int = 32
-    lr: float = 2e-3
+    mono_batch: int = 16
+    pair_batch: int = 32  # in-batch negatives of the contrast
+    lr: float = 5e-3
     warmup: float = 0.06  # share of the run
     weight_decay: float = 0.01
     clip: float = 1.0
