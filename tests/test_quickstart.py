@@ -75,8 +75,11 @@ def test_quickstart_world_passes_data_check(first_run, monkeypatch):
     assert report.rows and all((row.examples or 0) > 0 for row in report.rows)
 
 
-def test_bad_minutes_is_a_user_error(tmp_path):
+def test_bad_options_are_user_errors_and_write_nothing(tmp_path):
     from xeval.errors import UserError
 
-    with pytest.raises(UserError):
-        quickstart(Options(out=str(tmp_path), minutes=0), echo=lambda text: None)
+    with pytest.raises(UserError, match="--minutes"):
+        quickstart(Options(out=str(tmp_path / "a"), minutes=0), echo=lambda text: None)
+    with pytest.raises(UserError, match="--order"):
+        quickstart(Options(out=str(tmp_path / "b"), order=("XYZ",)), echo=lambda text: None)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

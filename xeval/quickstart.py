@@ -284,6 +284,7 @@ def quickstart(opts: Options, echo=print) -> dict:
     """Run every stage (reusing what matches) and return the summary also written to ``<out>/quickstart.json``."""
     if opts.minutes <= 0:
         raise UserError(f"--minutes must be positive, got {opts.minutes}")
+    world_config(opts)  # bad --overlap / --order fail before anything is written
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     clock = Clock()
