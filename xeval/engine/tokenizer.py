@@ -44,6 +44,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, model: str = "unigram
         tok.train_from_iterator(texts, trainer=trainer)
         learned = [(p, s) for p, s in json.loads(tok.to_str())["model"]["vocab"] if p != UNK]
         learned = [(p, s) for p, s in learned if p not in BYTE_PIECES and p not in SPECIALS][:n_learned]
+        learned.sort(key=lambda ps: (-ps[1], ps[0]))  # ties come out of the trainer in hash order: fix the ids
         floor = min(s for _, s in learned) - 10.0  # byte pieces only win when nothing else covers a character
         pieces = [(t, 0.0) for t in SPECIALS] + [(b, floor) for b in BYTE_PIECES] + learned + [(MASK, 0.0)]
         final = Tokenizer(_unigram(pieces))
