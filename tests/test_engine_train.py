@@ -103,7 +103,8 @@ def test_existing_run_needs_resume(tmp_path, fake_root, tokenizer_dir):
 
 @pytest.mark.slow
 def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer_dir):
-    cfg = micro_config(fake_root, {"mlm": {}, "tlm": {}}, tokenizer_dir, steps=5).to_dict()
+    objectives = {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 8}}  # XLCO: keys gathered from both ranks
+    cfg = micro_config(fake_root, objectives, tokenizer_dir, steps=5).to_dict()
     cfg["model"]["hidden_dropout_prob"] = 0.0  # dropout streams differ per rank; masking is global and identical
     config = tmp_path / "ddp.yaml"
     config.write_text(yaml.safe_dump({k: v for k, v in cfg.items() if k != "size"} | {"size": "micro",
@@ -121,6 +122,7 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
     assert "2 process(es)" in (runs[2] / "train.log").read_text()
     one, two = losses(runs[1]), losses(runs[2])
     assert len(one) == len(two) == 5
+    assert losses(runs[2], "xlco")[-1] > 0  # the queue filled (with both ranks' keys) and the contrast ran
     assert one == pytest.approx(two, rel=1e-4, abs=1e-5)
     w1 = load_file(str(runs[1] / "model.safetensors"))
     w2 = load_file(str(runs[2] / "model.safetensors"))
