@@ -238,7 +238,9 @@ class XevalModel(XevalPreTrainedModel):
         B, T = input_ids.shape
         x = self.embeddings(input_ids)  # (B, T, C)
         mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        # no padding -> no mask, so SDPA can take its fastest path (the check is skipped inside torch.compile,
+        # where a data-dependent branch would break the graph)
+        if attention_mask is not None and (torch.compiler.is_compiling() or not bool(attention_mask.all())):
             keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
             mask = torch.zeros(keep.shape, dtype=x.dtype, device=x.device).masked_fill(~keep, torch.finfo(x.dtype).min)
         rel = self.relative(T) if self.relative is not None else None  # (H, T, T)
