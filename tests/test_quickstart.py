@@ -83,3 +83,13 @@ def test_bad_options_are_user_errors_and_write_nothing(tmp_path):
     with pytest.raises(UserError, match="--order"):
         quickstart(Options(out=str(tmp_path / "b"), order=("XYZ",)), echo=lambda text: None)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow
+def test_zero_steps_gives_a_random_init_control(first_run, tmp_path):
+    from xeval.quickstart_pretrain import PretrainPlan, pretrain_world
+
+    out, _, _ = first_run
+    plan = PretrainPlan(**TINY_PLAN, seconds=None, max_steps=0)
+    summary = pretrain_world(out / "world", tmp_path / "control", plan, log=lambda text: None)
+    assert summary["steps"] == 0 and (tmp_path / "control" / "model.safetensors").is_file()

@@ -54,7 +54,7 @@ class PretrainPlan:
     clip: float = 1.0
     alpha: float = 0.7
     seconds: float | None = 120.0  # wall-clock budget of the training loop (None: steps only)
-    max_steps: int = 100_000
+    max_steps: int = 100_000  # 0: no training (a random-init control of the same shape)
     seed: int = 0
 
     def as_json(self) -> dict:
@@ -129,7 +129,7 @@ def pretrain_world(world: str | Path, out: str | Path, plan: PretrainPlan,
 
     def done_fraction() -> float:
         by_time = (time.perf_counter() - t_loop) / plan.seconds if plan.seconds else 0.0
-        return min(1.0, max(by_time, step / plan.max_steps))
+        return min(1.0, max(by_time, step / plan.max_steps if plan.max_steps > 0 else 1.0))
 
     while done_fraction() < 1.0:
         batches = {"mono": mono_stream.next_batch(plan.mono_batch) if mono_stream else None,
