@@ -199,9 +199,9 @@ def main(argv=None) -> int:
 
     from xeval.encoders import Encoder
 
+    root = data_root(args.data)  # (imports tests.conftest, which sets torch's thread count: set ours after it)
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()  # the head-initialisation load reports are expected here
-    root = data_root(args.data)
     folder = Path(args.model) if args.model else tiny_model(root, Path(tempfile.mkdtemp()) / "tiny", args.layers,
                                                             args.hidden)
     encoder = Encoder(folder, device=args.device)
