@@ -9,8 +9,8 @@ objectives, one backward, clip, AdamW. Under ``torchrun`` the model is wrapped i
 - dropout is reseeded from (seed, step, rank) at every step, so the random stream after a resume is the one an
   uninterrupted run would have used (the torch RNG state is saved as well);
 - log lines: loss per objective, tokens/s, executed-FLOP utilisation = FLOPs actually run (counted with
-  ``torch.utils.flop_counter`` on the first step of each log window, per token) / time, against a matmul peak
-  measured at start-up on the same device and dtype.
+  ``torch.utils.flop_counter`` on the first step of each log window, per token) / time, against the best matmul
+  rate measured so far (at start-up and at every log line) on the same device and dtype.
 """
 
 from __future__ import annotations
@@ -326,6 +326,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             if device.type == "cuda":
                 torch.cuda.synchronize()
             dt = time.perf_counter() - window["t"]
+            peak = max(peak, measure_peak(device, amp_dtype, reps=1))  # best rate seen: the CPU may be shared
             avg = {k: v / window["steps"] for k, v in window["stats"].items()}
             if world > 1:  # each rank's loss is its share of the global mean: average over ranks
                 keys = sorted(avg)
