@@ -2,6 +2,7 @@
 
 import math
 
+import pandas as pd
 import pytest
 
 from tests.report_records import A, B, probe_records, rec, transfer_records
@@ -13,6 +14,8 @@ from xeval.report.tables import (
     language_tables,
     layer_tables,
     summary_table,
+    sweeps,
+    universal_layer,
     xtreme_score,
 )
 
@@ -141,3 +144,14 @@ def test_split_per_language_as_suites_mix_them():
     [table] = language_tables(Results(records))
     assert table.mean.loc[("alpha", "f1"), "avg"] == pytest.approx(80.0)
     assert table.notes[0].startswith("splits: dev for de; test for en")
+
+
+def test_half_finished_sweep_compares_one_language_set():
+    """zh stopped after layer 1: layers are compared on de only (as the probes' own sweep does)."""
+    records = [rec(A, "tatoeba", "de", {"accuracy": v}, layer=k) for k, v in enumerate((10.0, 20.0, 30.0))]
+    records += [rec(A, "tatoeba", "zh", {"accuracy": v}, layer=k) for k, v in enumerate((90.0, 0.0))]
+    [sweep] = sweeps(Results(records)).values()
+    assert list(sweep.loc["alpha"]) == [10.0, 20.0, 30.0]
+    assert universal_layer(sweep.loc["alpha"], "accuracy") == 2
+    assert universal_layer(pd.Series({0: 5.0, 1: 5.0}), "accuracy") == 0  # ties: the lowest layer
+    assert universal_layer(pd.Series({0: 40.0, 1: 30.0, 2: 30.0}), "aer") == 1  # AER: lower is better

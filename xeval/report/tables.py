@@ -139,8 +139,12 @@ class Results:
 def layer_sweep(frame: pd.DataFrame) -> pd.DataFrame:
     """metric × layer: the mean over languages of the seed means (for one model/task/setting)."""
     stats = seed_stats(frame)
-    per_lang = stats.groupby(["metric", "layer", "lang"])["mean"].mean()
-    return per_lang.groupby(level=["metric", "layer"]).mean().unstack("layer")
+    table = stats.pivot_table(index=["metric", "lang"], columns="layer", values="mean", aggfunc="mean")
+    # only languages with a score at every layer, so a half-finished sweep compares one language set throughout
+    # (the rule of the probes' own sweep, xeval/adapters/sweep.py)
+    complete = table.dropna()
+    table = complete if not complete.empty else table
+    return table.groupby(level="metric").mean().sort_index(axis=1)
 
 
 def order_languages(langs) -> list[str]:
@@ -355,8 +359,10 @@ def sweeps(results: Results) -> dict[str, pd.DataFrame]:
 
 
 def universal_layer(sweep: pd.Series, metric: str) -> int:
-    """The layer with the best score averaged over languages (the 'universal' layer of a probe)."""
-    # TODO(F): reuse the universal-layer helper from the probes (xeval/adapters/sweep.py) once it lands.
+    """The layer with the best score averaged over languages (the 'universal' layer of a probe); the lowest such
+    layer on ties. Same rule as ``xeval.adapters.sweep.LayerCurve.universal_layer``, applied here to seed means
+    of one split per language."""
+    sweep = sweep.sort_index()
     return int(sweep.idxmin() if lower_is_better(metric) else sweep.idxmax())
 
 
