@@ -139,10 +139,10 @@ def plot_gap(results: Results):
         bars = ax.bar(x + (i - (len(table) - 1) / 2) * width, row.values, width, color=color,
                       hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4, label=model)
         ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
-    ax.set_xticks(x, ["avg over tasks" if t == "avg" else t for t in tasks])
+    ax.set_xticks(x, ["avg" if t == "avg" else t for t in tasks])
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_title("Cross-lingual transfer gap (English minus mean of other languages)")
-    ax.set_xlabel("task (headline metric; F1 for QA; average only for models with every task)")
+    ax.set_xlabel("task (headline metric; F1 for QA); avg = mean over tasks, only for models with every task")
     ax.set_ylabel("gap (points, lower is better)")
     ax.margins(y=0.15)
     ax.grid(True, axis="y", alpha=0.3)
