@@ -40,3 +40,14 @@ def test_bad_record_is_a_data_error(tmp_path):
     bad.write_text(json.dumps({"schema": "other"}))
     with pytest.raises(DataError, match="x.json: expected a result record"):
         list(Store(tmp_path).records())
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        path = Store(tmp_path).put(_record())
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
