@@ -8,7 +8,7 @@ their best layer. Conditions:
 - ``overlap0``: nothing shared (disjoint scripts), every language SVO;
 - ``order``: 50 % shared, word orders SVO / SOV / VSO (the quickstart's default world);
 - ``random``: the ``overlap`` world with an untrained (random-init) model of the same shape: the floor that the
-  shared word forms alone give.
+  shared word forms alone give; ``random0`` likewise on the ``overlap0`` world.
 
     python bench/quickstart_transfer.py [--seeds 1] [--minutes 5] [--out runs/study] [--conditions a,b]
 
@@ -33,6 +33,7 @@ CONDITIONS = {
     "overlap0": {"overlap": (0.0,), "order": ("SVO",)},
     "order": {"overlap": (0.5,), "order": ("SVO", "SOV", "VSO")},
     "random": {"overlap": (0.5,), "order": ("SVO",), "max_steps": 0},
+    "random0": {"overlap": (0.0,), "order": ("SVO",), "max_steps": 0},
 }
 METRICS = {"synth_udpos": "f1", "synth_panx": "f1", "synth_pawsx": "accuracy", "synth_qa": "f1",
            "synth_tatoeba": "accuracy", "synth_alignment": "aer", "synth_lexicon": "precision_at_1"}  # fmt: skip
