@@ -58,3 +58,10 @@ def test_pretrain_verb_errors_are_one_line(tmp_path, capsys):
     assert main(["pretrain", "--config", "mlm", "--size", "micro", "--out", str(tmp_path / "o"), "--data",
                  str(tmp_path / "nodata")]) == 2  # fmt: skip
     assert "expected the shared data" in capsys.readouterr().err
+
+
+def test_numbers_written_without_a_dot_are_numbers():
+    cfg = load_config("mlm", "micro", ["train.lr=2e-3", "train.warmup=10"])
+    assert cfg.train.lr == 0.002 and isinstance(cfg.train.lr, float)
+    with pytest.raises(ConfigError, match="train.lr must be a number"):
+        load_config("mlm", "micro", ["train.lr=fast"])

@@ -96,7 +96,16 @@ def _build(cls, values: dict, source: str, section: str):
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {unknown} in section {section!r}; expected some of {sorted(names)}")
-    return cls(**values)
+    types = {f.name: str(f.type) for f in fields(cls)}
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, str) and types[k].split(" ")[0] in ("float", "int"):
+            try:  # YAML 1.1 reads "2e-3" (no dot) as a string
+                v = float(v) if types[k].startswith("float") else int(v)
+            except ValueError:
+                raise ConfigError(f"{source}: {section}.{k} must be a number, got {v!r}") from None
+        out[k] = v
+    return cls(**out)
 
 
 def _merge(base: dict, over: dict) -> dict:
