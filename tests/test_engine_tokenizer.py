@@ -53,7 +53,3 @@ def test_tokenizer_train_verb(tmp_path, capsys):
     assert main(["tokenizer", "train", "--corpus", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
 
-
-@pytest.mark.parametrize("model", ["unigram", "bpe"])
-def test_training_is_deterministic(model):
-    assert train_tokenizer(TEXTS, 400, model).to_str() == train_tokenizer(TEXTS, 400, model).to_str()

@@ -6,6 +6,11 @@ Ids follow XLM-R: ``<s>``=0 ``<pad>``=1 ``</s>``=2 ``<unk>``=3, then the 256 byt
 the learned pieces, and ``<mask>`` last. The post-processor adds ``<s> A </s>`` and ``<s> A </s></s> B </s>``.
 Saved as ``tokenizer.json`` + ``tokenizer_config.json`` + ``special_tokens_map.json`` so that
 ``AutoTokenizer.from_pretrained(dir)`` loads it (as a tokenizers-backed fast tokenizer).
+
+Determinism: ``tokenizers``' trainers are not bit-reproducible across runs (Rust hash-map order, parallel EM sums:
+measured, Unigram keeps the same piece set but scores move by up to 0.03; BPE breaks count ties differently). A
+recipe that must be reproducible (CI) trains its tokenizer once and pins it (``tokenizer.path``); everything after
+the tokenizer is deterministic.
 """
 
 from __future__ import annotations
