@@ -86,32 +86,47 @@ class Tagging(finetune.Family):
 
     # ------------------------------------------------------------------ windows
 
-    def _words(self, tokens: list[str]) -> list[str]:
-        # A word the tokenizer maps to nothing (a lone control or zero-width character) would lose its label;
-        # XTREME's utils_tag.py replaces it by the unknown token, and so do we.
-        return [t if t.strip() else (self.tokenizer.unk_token or "_") for t in tokens]
+    def _words(self, sentences: list[list[str]]) -> tuple[list[list[str]], list[list[int]]]:
+        """The words as the model sees them, and the number of subwords of each.
+
+        A word the tokenizer maps to no subword at all (whitespace, or a zero-width / format character such as
+        U+200B, U+200F, U+FEFF that the normaliser deletes; the UD treebanks have them) would lose its label in
+        training and its prediction at test time. XTREME's ``utils_tag.py`` tokenizes such a word as the unknown
+        token, and so do we: the word is replaced by ``unk_token`` and labelled / predicted there.
+        """
+        words = [list(s) for s in sentences]
+        counts = [[0] * len(s) for s in words]
+        nonempty = [i for i, s in enumerate(words) if s]
+        if nonempty:
+            enc = self.tokenizer([words[i] for i in nonempty], is_split_into_words=True, add_special_tokens=False,
+                                 verbose=False)
+            for row, i in enumerate(nonempty):
+                for w in enc.word_ids(row):
+                    if w is not None:
+                        counts[i][w] += 1
+        unk = self.tokenizer.unk_token or "_"
+        for s, c in zip(words, counts):
+            for w in range(len(s)):
+                if c[w] == 0:
+                    s[w], c[w] = unk, self._unk_length(unk)
+        return words, counts
+
+    def _unk_length(self, unk: str) -> int:
+        """Subwords of the unknown token as a word (1; at least 1 so the word keeps a slot in its window)."""
+        if not hasattr(self, "_unk_len"):
+            ids = self.tokenizer([[unk]], is_split_into_words=True, add_special_tokens=False)["input_ids"][0]
+            self._unk_len = max(1, len(ids))
+        return self._unk_len
 
     def windows(self, sentences: list[list[str]]) -> list[tuple[int, int, int]]:
         """(sentence index, first word, end word) of every window of every sentence."""
-        sentences = [self._words(s) for s in sentences]
-        out: list[tuple[int, int, int]] = []
-        nonempty = [i for i, s in enumerate(sentences) if s]
-        enc = self.tokenizer([sentences[i] for i in nonempty], is_split_into_words=True, add_special_tokens=False,
-                             verbose=False)
+        _, counts = self._words(sentences)
         budget = self.max_length - self.specials
-        for row, i in enumerate(nonempty):
-            counts = [0] * len(sentences[i])
-            for w in enc.word_ids(row):
-                if w is not None:
-                    counts[w] += 1
-            for w, c in enumerate(counts):
-                if c == 0:  # still nothing (the unknown token itself vanished): give it one slot
-                    counts[w] = 1
-            out.extend((i, s, e) for s, e in word_windows(counts, budget))
-        return out
+        return [(i, s, e) for i, c in enumerate(counts) for s, e in word_windows(c, budget)]
 
     def _encode(self, sentences: list[list[str]], spans: list[tuple[int, int, int]]):
-        words = [self._words(sentences[i])[s:e] for i, s, e in spans]
+        prepared, _ = self._words(sentences)
+        words = [prepared[i][s:e] for i, s, e in spans]
         enc = self.tokenizer(words, is_split_into_words=True, truncation=True, max_length=self.max_length)
         return enc, [enc.word_ids(k) for k in range(len(spans))]
 
