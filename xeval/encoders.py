@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from xeval.controls import CONTROL_RANDOM_INIT
 from xeval.errors import UserError
 from xeval.provenance import hash_files, hash_json
 
@@ -41,6 +42,23 @@ class WordBatch:
 
     def to(self, device) -> WordBatch:
         return WordBatch(self.input_ids.to(device), self.attention_mask.to(device), self.word_ids)
+
+
+def state_hash(model: torch.nn.Module, config=None) -> str:
+    """sha256 over the parameters' names, dtypes, shapes and bytes (sorted by name), and the architecture's config
+    without paths or versions: the identity of weights that exist in memory only (a random-init control)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    if config is not None:
+        body = {k: v for k, v in config.to_dict().items()
+                if k not in {"_name_or_path", "name_or_path", "_commit_hash", "transformers_version"}}
+        digest.update(hash_json(body).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        data = tensor.detach().to("cpu", torch.float32).contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(data.numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _import_engine() -> None:
@@ -94,6 +112,37 @@ class Encoder:
         self.hidden_size = int(self.model.config.hidden_size)
         self.max_length = max_length or self._default_max_length()
         self._hash: str | None = None
+        self.control: dict | None = None  # set on a control copy (``random_init``): what it controls for
+
+    @classmethod
+    def random_init(cls, parent: Encoder, seed: int = 0) -> Encoder:
+        """A random-initialised copy of ``parent``'s architecture: the same config and tokenizer, weights from
+        ``AutoModel.from_config`` under ``torch.manual_seed(seed)`` (deterministic; the caller's RNG state is left
+        as it was). Scores of this control say what the architecture and tokenizer give without pre-training
+        (shared word forms, cognates), the floor a probe score should be read against.
+
+        Its key is ``<parent name>-random-init@<12 hex of the random weights' hash>``, so records of the control sit
+        beside the model's in a store, and its ``identity()`` names the control and the parent's hash.
+        """
+        import copy
+
+        from transformers import AutoModel
+
+        config = copy.deepcopy(parent.model.config)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = AutoModel.from_config(config, dtype=torch.float32)  # initialised on the CPU: device-independent
+        weights_hash = state_hash(model, config)
+        self = cls.__new__(cls)
+        self.spec, self.revision, self.device, self.is_local = parent.spec, None, parent.device, parent.is_local
+        self.tokenizer = parent.tokenizer
+        self.model = model.to(device=parent.device, dtype=parent.model.dtype).eval()
+        self.kind, self.num_layers, self.hidden_size = parent.kind, parent.num_layers, parent.hidden_size
+        self.max_length = parent.max_length
+        self._hash = weights_hash
+        self.control = {"control": CONTROL_RANDOM_INIT, "control_seed": int(seed), "parent": {
+            "key": parent.key, "id": parent.spec, "hash": parent.weights_hash}}
+        return self
 
     # ------------------------------------------------------------------ identity
 
@@ -136,7 +185,8 @@ class Encoder:
 
     @property
     def name(self) -> str:
-        return Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__")
+        base = Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__")
+        return f"{base}-{self.control['control']}" if self.control else base
 
     @property
     def key(self) -> str:
@@ -151,6 +201,7 @@ class Encoder:
             "model_type": getattr(self.model.config, "model_type", None),
             "num_layers": self.num_layers,
             "hidden_size": self.hidden_size,
+            **(self.control or {}),
         }
 
     # ------------------------------------------------------------------ tokenisation

@@ -4,15 +4,20 @@ Loads the Encoder once, dispatches every card of the suite through ``xeval.adapt
 (fine-tuning families and probes alike), and summarises the records: mean ± standard deviation over seeds, one
 table per task with a row per language. Records are stored as they are computed, so an interrupted run resumes
 where it stopped (``--overwrite`` recomputes).
+
+``control="random-init"`` (``--control random-init``) also evaluates a random-initialised copy of the model
+(``Encoder.random_init``: same config and tokenizer, seeded weights) on every card, right after the model, under
+its own model key (see ``xeval.controls``); the printed tables show its headline score in a column of its own.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from xeval.controls import check_control, control_parents
 from xeval.errors import ConfigError, UserError
 
 
@@ -33,6 +38,8 @@ class RunOptions:
     setting: str = "zero-shot"
     recipe: dict = field(default_factory=dict)  # recipe overrides for the fine-tuning tasks
     options: dict = field(default_factory=dict)  # further task options passed through to the adapters
+    control: str | None = None  # "random-init": also evaluate the architecture with random weights
+    control_seed: int = 0  # torch seed of the control's weights
 
 
 def parse_seeds(text: str | int) -> list[int]:
@@ -101,6 +108,7 @@ def run(opts: RunOptions, echo=print) -> list:
     from xeval.results import Store
     from xeval.tasks import load_suite
 
+    control = check_control(opts.control)
     suite = load_suite(opts.suite)
     chosen = select_cards(suite, opts.tasks, opts.langs)
     data = DataRoot.resolve(opts.data)
@@ -118,10 +126,19 @@ def run(opts: RunOptions, echo=print) -> list:
     )
     echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
          f"data {data.describe()}, results in {opts.out}")
+    control_ctx = None
+    if control is not None:
+        twin = Encoder.random_init(encoder, seed=opts.control_seed)
+        # predictions and gold are exported for the model only (the control would overwrite its files)
+        control_ctx = replace(ctx, encoder=twin, export_dir=None, options={**ctx.options, "export_labels": None})
+        echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
     records = []
     for card, langs in chosen:
         echo(f"- {card.name} ({card.type}): {', '.join(langs)}")
         records.extend(adapters[card.name].run(card, langs, ctx))
+        if control_ctx is not None:
+            echo(f"  {card.name}: control ({control})")
+            records.extend(adapters[card.name].run(card, langs, control_ctx))
     return records
 
 
@@ -151,24 +168,43 @@ def summarise(records) -> dict:
 
 def format_tables(records) -> str:
     """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
-    unweighted mean over languages (the per-task number XTREME averages)."""
+    unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
+    not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's."""
+    records = list(records)
+    parents = control_parents(records)
+    main = [r for r in records if r.unit.model not in parents] or records
+    controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}
+    kinds = sorted({kind for _, kind in parents.values()})
     blocks = []
-    for (task, setting, layer), rows in summarise(records).items():
+    for (task, setting, layer), rows in summarise(main).items():
         names = [m for m in next(iter(rows.values())) if m != "n"]
         seeds = max(v["n"][2] for v in rows.values())
         title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
         header = ["lang", "split", "n"] + names
+        control = controls.get((task, setting, layer))
+        if control:
+            from xeval.controls import LABELS
+            from xeval.report.frame import headline_metric
+
+            head = headline_metric(task, names)
+            header.append(f"{head} ({', '.join(LABELS[k] for k in kinds)})")
         body = []
         for (lang, split), metrics in sorted(rows.items()):
             cells = [lang, split, str(metrics["n"][0])]
             for name in names:
                 mean, std, k = metrics.get(name, (float("nan"), 0.0, 0))
                 cells.append(f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}")
+            if control:
+                mean, std, k = control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))
+                cells.append(f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}")
             body.append(cells)
         if len(rows) > 1:
             avg = ["avg", "", ""]
             for name in names:
                 values = [m[name][0] for m in rows.values() if name in m]
+                avg.append(f"{statistics.fmean(values):.1f}")
+            if control:
+                values = [control.get(key, {}).get(head, (float("nan"),))[0] for key in rows]
                 avg.append(f"{statistics.fmean(values):.1f}")
             body.append(avg)
         widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]

@@ -90,29 +90,36 @@ def plot_layer_sweep(records, out_stem: str | Path, by: str = "probe", title: st
     import matplotlib.pyplot as plt
 
     from xeval.atomic import atomic_path
+    from xeval.controls import control_parents
 
+    records = list(records)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    curves = layer_curves(records)
+    parents = control_parents(records)  # a control (--control) is drawn dashed in its model's colour
+    curves = sorted(layer_curves(records), key=lambda c: c.model in parents)  # stable: models first
     models = {c.model for c in curves}
+    colors: dict = {}
     for curve in curves:
         flip = (lambda v: 100.0 - v) if not curve.higher_is_better else (lambda v: v)
         label_metric = f"100 − {curve.metric.upper()}" if not curve.higher_is_better else curve.metric
         prefix = f"{curve.model} " if len(models) > 1 else ""
         if by == "probe":
-            lines = {f"{prefix}{curve.task} ({label_metric})": curve.scores}
+            lines = {curve.task: (f"{prefix}{curve.task} ({label_metric})", curve.scores)}
         elif by == "language":
             lines = {}
             for lang in curve.languages:
-                lines[f"{prefix}{curve.task} {lang}"] = {
+                lines[(curve.task, lang)] = (f"{prefix}{curve.task} {lang}", {
                     r.unit.layer: r.metrics[curve.metric] for r in records
                     if r.unit.model == curve.model and r.unit.task == curve.task and r.unit.lang == lang
-                    and r.unit.layer is not None and curve.metric in r.metrics}
+                    and r.unit.layer is not None and curve.metric in r.metrics})
         else:
             raise ValueError(f"by must be 'probe' or 'language', found {by!r}")
-        for label, scores in lines.items():
+        parent = parents.get(curve.model, (None,))[0]
+        for sub, (label, scores) in lines.items():
             layers = sorted(scores)
             values = [flip(scores[k]) for k in layers]
-            (line,) = ax.plot(layers, values, marker="o", markersize=3, label=label)
+            style = {"color": colors.get((parent, sub)), "linestyle": "--"} if curve.model in parents else {}
+            (line,) = ax.plot(layers, values, marker="o", markersize=3, label=label, **style)
+            colors.setdefault((curve.model, sub), line.get_color())
             best = max(layers, key=lambda k: (values[layers.index(k)], -k))
             ax.plot([best], [values[layers.index(best)]], marker="*", markersize=12, color=line.get_color())
     ax.set_xlabel("layer (hidden_states index; 0 = embeddings)")

@@ -39,6 +39,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
                         help="zero-shot (train on English) or translate-train (the card's translated training data)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--control", choices=["random-init"],
+                        help="also evaluate a control: random-init = the same architecture and tokenizer with random "
+                             "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
+    parser.add_argument("--control-seed", type=int, default=0, help="torch seed of the control's weights (default 0)")
     group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
     for name, (kind, text) in _RECIPE_FLAGS.items():
         group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text)
@@ -72,6 +76,7 @@ def run(args) -> int:
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
         setting=args.setting, recipe=recipe,
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
+        control=args.control, control_seed=args.control_seed,
     )
     records = run_suite(opts)
     print()
@@ -83,11 +88,20 @@ def run(args) -> int:
 def _layer_sweep_summary(records, plot_stem: str | None) -> None:
     """Probes over several layers: the universal layer per probe, and the figure under --plot."""
     from xeval.adapters.sweep import layer_curves, plot_layer_sweep
+    from xeval.controls import LABELS, control_parents
 
     curves = [c for c in layer_curves(records) if len(c.scores) > 1]
+    parents = control_parents(records)
     for c in curves:
-        print(f"universal layer of {c.task}: {c.universal_layer} ({c.metric} {c.best_score:.1f}, "
-              f"mean over {len(c.languages)} languages)")
+        if c.model in parents:
+            continue
+        line = (f"universal layer of {c.task}: {c.universal_layer} ({c.metric} {c.best_score:.1f}, "
+                f"mean over {len(c.languages)} languages)")
+        for t in curves:
+            if t.task == c.task and parents.get(t.model, (None,))[0] == c.model:
+                line += (f"; {LABELS[parents[t.model][1]]}: layer {t.universal_layer} "
+                         f"({t.metric} {t.best_score:.1f})")
+        print(line)
     if plot_stem:
         if not curves:
             print("--plot: no probe was run over several layers; no figure written")

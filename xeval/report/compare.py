@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from xeval.controls import control_parents
 from xeval.errors import DataError, UserError
 from xeval.report.frame import NO_LAYER, long_frame, lower_is_better, seed_stats
 from xeval.results import load_records
@@ -30,10 +31,15 @@ _EPS = 1e-9  # float noise; a value equal to the baseline is never a regression
 
 def baseline_entries(records, model: str | None = None) -> tuple[list[dict], str]:
     """Seed-averaged entries for one model's records, and that model's key. Sorted, so a refreshed baseline
-    diffs cleanly in review."""
+    diffs cleanly in review. A control's records (``xeval run --control``) are left out unless ``model`` names
+    the control."""
+    records = list(records)
     stats = seed_stats(long_frame(records))
     models = sorted(stats["model"].unique())
-    if model is not None:
+    controls = control_parents(records)
+    if model is None:
+        models = [m for m in models if m not in controls] or models
+    else:
         models = [m for m in models if model in (m, m.split("@", 1)[0])]
         if not models:
             found = ", ".join(sorted(stats["model"].unique()))

@@ -51,17 +51,37 @@ def _colors(n: int):
     return [cmap(i % 10) for i in range(n)]
 
 
+def _styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:
+    """Colour and marker per row label: models get the next colour/marker; a control (``--control``) its model's,
+    drawn dashed with hollow markers (distinct in grey print too)."""
+    models = [x for x in labels if x not in controls]
+    out = {x: {"color": c, "marker": MARKERS[i % len(MARKERS)], "linestyle": "-"}
+           for i, (x, c) in enumerate(zip(models, _colors(len(models))))}
+    extra = [x for x in labels if x in controls and controls[x] not in out]  # a control without its model
+    for i, (x, c) in enumerate(zip(extra, _colors(len(models) + len(extra))[len(models):])):
+        out[x] = {"color": c, "marker": MARKERS[(len(models) + i) % len(MARKERS)], "linestyle": "--",
+                  "markerfacecolor": "white"}
+    for x in labels:
+        if x not in out:
+            out[x] = {**out[controls[x]], "linestyle": "--", "markerfacecolor": "white"}
+    return out
+
+
 def plot_layers(results: Results):
-    """Score vs layer, one line per model, each model's universal (best) layer marked with a star."""
+    """Score vs layer, one line per model, each model's universal (best) layer marked with a star; a control
+    (``--control random-init``) as a dashed line in its model's colour."""
     data = sweeps(results)
     if not data:
         raise UserError("no probe records with layers in the given runs: nothing to plot for --plot layers")
+    controls = results.control_rows()
     fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.4), squeeze=False)
     for ax, (task, sweep) in zip(axes[0], data.items()):
         metric = sweep.attrs["metric"]
-        for i, ((model, row), color) in enumerate(zip(sweep.iterrows(), _colors(len(sweep)))):
+        styles = _styles(list(sweep.index), controls)
+        for model, row in sweep.iterrows():
             row = row.dropna()
-            ax.plot(row.index, row.values, marker=MARKERS[i % len(MARKERS)], color=color, label=model)
+            color = styles[model]["color"]
+            ax.plot(row.index, row.values, label=model, **styles[model])
             best = universal_layer(row, metric)
             ax.plot([best], [row[best]], marker="*", markersize=15, color=color, markeredgecolor="black",
                     linestyle="none", zorder=5)
@@ -100,14 +120,17 @@ def plot_languages(results: Results):
         rows = list(dict.fromkeys(zip(stats["model"], stats["setting"])))
         width = 0.8 / len(rows)
         x = np.arange(len(langs))
-        for i, ((model, setting), color) in enumerate(zip(rows, _colors(len(rows)))):
+        controls = results.control_rows()  # a control's bars: its model's colour, lighter
+        styles = _styles([results.row(m, st) for m, st in rows], controls)
+        for i, (model, setting) in enumerate(rows):
             group = stats[(stats["model"] == model) & (stats["setting"] == setting)].set_index("lang")
             means = group["mean"].reindex(langs)
             errs = group["std"].reindex(langs).fillna(0.0)
             label = results.row(model, setting)
+            color = styles[label]["color"]
             ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=errs if errs.any() else None,
                    color=color, hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4,
-                   label=label, capsize=2)
+                   label=label, capsize=2, alpha=0.45 if label in controls else None)
             if "en" in group.index:
                 ax.axhline(group.at["en", "mean"], color=color, linestyle="--", linewidth=1.2,
                            label=f"{label}: English")

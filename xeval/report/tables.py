@@ -10,6 +10,9 @@
 - ``layer_tables``: for probes, score vs layer (mean over languages) and the best layer per probe.
 
 Scores are averaged in this order everywhere: seeds first (per language), then languages, then tasks.
+
+Controls (``xeval run --control random-init``, see ``xeval.controls``) are rows of their own, labelled
+"<model> (random init)" and placed right after their model's rows; they never compete for bold.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from xeval.controls import LABELS as CONTROL_LABELS
+from xeval.controls import control_parents
 from xeval.errors import UserError
 from xeval.metrics.xtreme import task_summary
 from xeval.report.frame import (
@@ -60,6 +65,7 @@ class Table:
     groups: list = field(default_factory=list)  # (header, [columns]) drawn above the column names (LaTeX)
     notes: list = field(default_factory=list)
     stacked_headers: bool = False  # LaTeX: "XQuAD F1 / EM" as two header lines
+    controls: set = field(default_factory=set)  # row labels (outer index level) of controls: never bold
 
     def lower_is_better(self, row, column) -> bool:
         if self.bold_within is not None:
@@ -77,6 +83,9 @@ class Table:
             idx for _, idx in self.mean.groupby(level=self.bold_within, sort=False).groups.items()]
         for rows in groups:
             block = self.mean.loc[rows]
+            if self.controls:
+                outer = [ix[0] if isinstance(ix, tuple) else ix for ix in block.index]
+                block = block[[label not in self.controls for label in outer]]
             for col in self.mean.columns:
                 if col in self.no_bold:
                     continue
@@ -97,8 +106,13 @@ class Results:
     """Records prepared for reporting: one split per task, one layer per probe (best, or the one asked for)."""
 
     def __init__(self, records, split: str | None = None, layer: int | str | None = "best"):
+        records = list(records)
         frame = pick_split(long_frame(records), split)
+        self.controls = {k: v for k, v in control_parents(records).items() if k in set(frame["model"])}
+        if self.controls:
+            frame = _controls_after_parents(frame, self.controls)
         self.labels = model_labels(frame["model"])
+        self._label_controls()
         self.sweep = frame  # every layer, for layer tables and plots
         self.chosen_layers: dict[tuple, int] = {}
         self.long = self._select_layers(frame, layer)
@@ -126,14 +140,49 @@ class Results:
             keep.append(group[group["layer"] == chosen])
         return pd.concat(keep, ignore_index=True)
 
+    def _label_controls(self) -> None:
+        """A control's label is its model's plus "(random init)"; the full key where that is ambiguous."""
+        for key, (parent, kind) in self.controls.items():
+            base = self.labels.get(parent) or (parent or key).split("@", 1)[0]
+            self.labels[key] = f"{base} ({CONTROL_LABELS[kind]})"
+        values = list(self.labels.values())
+        for key in self.controls:
+            if values.count(self.labels[key]) > 1:
+                self.labels[key] = key
+
     def row(self, model: str, setting: str) -> str:
         return row_label(model, setting, self.labels)
+
+    def control_rows(self) -> dict[str, str]:
+        """{control's row label: its model's row label} for every (control, setting) in the records."""
+        pairs = self.sweep[self.sweep["model"].isin(list(self.controls))][["model", "setting"]].drop_duplicates()
+        return {self.row(m, s): self.row(self.controls[m][0], s) for m, s in pairs.itertuples(index=False)}
 
     def tasks(self) -> list[str]:
         """Tasks in the XLM-E table order first, then the others (probes) alphabetically."""
         present = list(dict.fromkeys(self.stats["task"]))
         order = list(XTREME_TASKS)
         return sorted(present, key=lambda t: (order.index(xtreme_task(t)) if xtreme_task(t) else len(order), t))
+
+
+def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame:
+    """The frame with each control's rows right after its model's (models keep their order)."""
+    models = list(dict.fromkeys(frame["model"]))
+    order = []
+    for model in models:
+        if model not in controls:
+            order.append(model)
+            order += [c for c in models if controls.get(c, (None,))[0] == model]
+    order += [m for m in models if m not in order]  # controls whose model is not in the runs
+    rank = {m: i for i, m in enumerate(order)}
+    return frame.sort_values("model", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)
+
+
+def _control_note(results: Results) -> list[str]:
+    if not results.controls:
+        return []
+    return ["(random init) = the same architecture and tokenizer with random weights (xeval run --control "
+            "random-init): the score a model gets without pre-training"]
 
 
 def layer_sweep(frame: pd.DataFrame) -> pd.DataFrame:
@@ -167,7 +216,7 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
         if stats.empty:
             raise UserError(f"no records for task {task!r}; the runs have: {', '.join(results.tasks())}")
         langs = order_languages(stats["lang"])
-        mean_rows, std_rows, index = [], [], []
+        mean_rows, std_rows, index, controls = [], [], [], set()
         for (model, setting, layer, metric), group in stats.groupby(["model", "setting", "layer", "metric"],
                                                                     sort=False):
             means = group.set_index("lang")["mean"].reindex(langs)
@@ -180,6 +229,8 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
                                    & (results.long["layer"] == layer)]
                 avg_std = _seed_average_std(raw, langs)
             label = results.row(model, setting) + ("" if layer == NO_LAYER else f" · L{layer}")
+            if model in results.controls:
+                controls.add(label)
             index.append((label, metric))
             mean_rows.append([*means, avg])
             std_rows.append([*stds, avg_std])
@@ -199,8 +250,10 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             notes.append(f"{name} equals {same} (left out)")
         if mean[AVG].isna().any():
             notes.append("avg left empty for rows that miss languages other rows have")
+        if controls:
+            notes += _control_note(results)
         tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
-                            bold_within="metric", notes=notes))
+                            bold_within="metric", notes=notes, controls=controls))
     return tables
 
 
@@ -301,8 +354,9 @@ def summary_table(results: Results) -> Table:
     notes = ["task scores average each task's languages as run ("
              + ", ".join(f"{t}: {n}" for t, n in langs.items()) + " languages); QA cells are F1 / EM",
              "Avg: mean over the seven tasks (QA as (F1 + EM) / 2), shown only when all seven were run"]
-    return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups, notes=notes,
-                 stacked_headers=True)
+    controls = set(results.control_rows()) & set(mean.index)
+    return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups,
+                 notes=notes + (_control_note(results) if controls else []), stacked_headers=True, controls=controls)
 
 
 def gap_table(results: Results) -> Table:
@@ -330,8 +384,9 @@ def gap_table(results: Results) -> Table:
     notes = ["transfer gap = English score minus the mean over the other languages (points; lower is better); "
              "headline metric per task (F1 for QA)",
              "avg over tasks only for rows that have every task"]
+    controls = set(results.control_rows()) & set(mean.index)
     return Table(key="gap", title="Cross-lingual transfer gap", mean=mean, lower_columns=set(mean.columns),
-                 notes=notes)
+                 notes=notes + (_control_note(results) if controls else []), controls=controls)
 
 
 def _gap_column(task: str) -> str:
@@ -369,14 +424,17 @@ def universal_layer(sweep: pd.Series, metric: str) -> int:
 def layer_tables(results: Results) -> list[Table]:
     tables = []
     best_rows = []
+    controls = set(results.control_rows())
     for task, sweep in sweeps(results).items():
         metric = sweep.attrs["metric"]
         mean = sweep.copy()
         mean.columns = [f"L{c}" for c in sweep.columns]
         lower = set(mean.columns) if lower_is_better(metric) else set()
+        here = controls & set(mean.index)
         tables.append(Table(key=f"layers:{task}", title=f"Layer sweep: {task} ({metric}, mean over languages)",
-                            mean=mean, lower_columns=lower,
-                            notes=["L = hidden_states index (0 = embeddings); bold = best model per layer"]))
+                            mean=mean, lower_columns=lower, controls=here,
+                            notes=["L = hidden_states index (0 = embeddings); bold = best model per layer"]
+                            + (_control_note(results) if here else [])))
         for row, scores in sweep.iterrows():
             scores = scores.dropna()
             best = universal_layer(scores, metric)
@@ -387,9 +445,11 @@ def layer_tables(results: Results) -> list[Table]:
     idx = pd.MultiIndex.from_tuples([r for r, _ in best_rows], names=["model", "probe", "metric"])
     best = pd.DataFrame([v for _, v in best_rows], index=idx,
                         columns=["best layer", "score at best", "last layer", "score at last"])
+    here = controls & set(idx.get_level_values("model"))
     tables.insert(0, Table(key="layers:best", title="Best layer per probe", mean=best, bold_within="metric",
                            no_bold={"best layer", "last layer"}, digits={"best layer": 0, "last layer": 0},
-                           notes=["score = headline metric averaged over languages (points)"]))
+                           notes=["score = headline metric averaged over languages (points)"]
+                           + (_control_note(results) if here else []), controls=here))
     return tables
 
 
