@@ -59,3 +59,64 @@ def test_a_word_without_subwords_is_predicted_by_the_model(tiny_encoder, tmp_pat
         model.classifier.bias.zero_()
         model.classifier.bias[fam.index["NOUN"]] = 10.0
     assert fam.predict(model, [_sentence(["the", "\u200b", "cat"])]) == [["NOUN", "NOUN", "NOUN"]]
+
+
+# ------------------------------------------------------------------ QA: the "max context" window of each token
+
+
+def _hf_max_context(spans: list[tuple[int, int]], position: int) -> int:
+    """transformers/XTREME ``_new_check_is_max_context``: the window (start, length) where the token at
+    ``position`` of the tokenized context has the most context on its shorter side (+ 0.01 x length), first on
+    ties."""
+    best, best_index = None, None
+    for index, (start, length) in enumerate(spans):
+        if start <= position <= start + length - 1:
+            score = min(position - start, start + length - 1 - position) + 0.01 * length
+            if best is None or score > best:
+                best, best_index = score, index
+    return best_index
+
+
+def test_max_context_is_decided_per_token_position(data_root):
+    """Byte-fallback tokenizers (xeval's engine) give several tokens the same character offsets (one CJK
+    character = 3 byte tokens), so the max-context window must be decided per token position, not per character
+    offset: otherwise ~1.5 % of the Chinese/Thai context tokens are judged in another window than XTREME's."""
+    import json
+    from pathlib import Path
+
+    from transformers import PreTrainedTokenizerFast
+
+    from tests.conftest import require_file
+    from xeval.adapters import qa
+    from xeval.data.examples import QAExample
+
+    tok = PreTrainedTokenizerFast.from_pretrained(Path(__file__).parent.parent / "reports/ci-tiny/tokenizer")
+    fam = qa.QA.__new__(qa.QA)  # windows() needs only the tokenizer and the limits
+    fam.tokenizer, fam.max_length, fam.token_types = tok, 40, False
+    fam.pair_specials = tok.num_special_tokens_to_add(pair=True)
+    fam.recipe = Recipe.build({"doc_stride": 12, "max_query_length": 8})
+    data = json.loads(require_file(data_root, "xquad/xquad.zh.json").read_text(encoding="utf-8"))["data"]
+    contexts = [p["context"][:300] for p in data[0]["paragraphs"][:3]]
+    examples = [QAExample(id=str(i), question="什麼是", context=c, answers=[], lang="zh", split="test",
+                          source="<test>", line=i, title="") for i, c in enumerate(contexts)]
+    wins = fam.windows(examples)
+    shared = sum(len(w.offsets) - len(set(w.offsets)) for w in wins)
+    assert shared > 0, "the test needs tokens that share character offsets"
+    checked = 0
+    for ex, example in enumerate(examples):
+        full = tok(example.context, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        mine = [w for w in wins if w.example == ex]
+        spans, cursor = [], 0
+        for w in mine:  # each window's context tokens are a contiguous slice of the full tokenization
+            inside = [o for o in w.offsets if o is not None]
+            while [tuple(o) for o in full[cursor : cursor + len(inside)]] != inside:
+                cursor += 1
+                assert cursor < len(full), "a window that is not a slice of the tokenized context"
+            spans.append((cursor, len(inside)))
+        for index, w in enumerate(mine):
+            start, _ = spans[index]
+            positions = [t for t, o in enumerate(w.offsets) if o is not None]
+            for i, t in enumerate(positions):
+                assert w.max_context[t] == (_hf_max_context(spans, start + i) == index), (ex, index, t)
+                checked += 1
+    assert checked > 300

@@ -66,6 +66,7 @@ class Window:
     token_type_ids: list[int] | None
     offsets: list[tuple[int, int] | None]  # character span in the context per token; None outside the context
     max_context: list[bool]  # per token: this window gives the token its maximum context
+    context_start: int = 0  # position of the window's first context token in the whole tokenized context
 
 
 class QA(finetune.Family):
@@ -112,11 +113,16 @@ class QA(finetune.Family):
                 max_length=self.max_length, stride=stride, return_overflowing_tokens=True,
                 return_offsets_mapping=True, return_token_type_ids=self.token_types,
             )
+            seen: dict[int, int] = defaultdict(int)  # windows so far per example
             for w, row in enumerate(enc["overflow_to_sample_mapping"]):
                 seq = enc.sequence_ids(w)
                 offsets = [tuple(o) if s == 1 else None for o, s in zip(enc["offset_mapping"][w], seq)]
+                # consecutive windows start ``budget - overlap`` context tokens apart (XTREME's doc_stride)
+                step = self.max_length - q_lens[idx[row]] - self.pair_specials - stride
                 out.append(Window(idx[row], enc["input_ids"][w], enc["attention_mask"][w],
-                                  enc["token_type_ids"][w] if self.token_types else None, offsets, []))
+                                  enc["token_type_ids"][w] if self.token_types else None, offsets, [],
+                                  context_start=seen[row] * step))
+                seen[row] += 1
         out.sort(key=lambda win: win.example)  # stable: windows of one example stay left to right
         _mark_max_context(out)
         return out
@@ -224,20 +230,30 @@ def _token_span(offsets: list, char_start: int, char_end: int) -> tuple[int, int
 
 def _mark_max_context(wins: list[Window]) -> None:
     """run_squad.py's ``_new_check_is_max_context``: a token seen by several windows counts only in the window
-    where min(tokens to its left, tokens to its right) + 0.01 * window length is largest (first such window)."""
+    where min(tokens to its left, tokens to its right) + 0.01 * window length is largest (first such window).
+
+    Tokens are identified by their position in the tokenized context, as XTREME does, not by their character
+    offsets: byte-fallback and SentencePiece tokenizers give several tokens the same offsets (the 3 byte tokens
+    of one CJK character, a lone "▁" before a character)."""
     best: dict[tuple[int, int], tuple[float, int]] = {}
+    seen: dict[tuple[int, int], tuple[int, int]] = {}
     for k, win in enumerate(wins):
         inside = [t for t, o in enumerate(win.offsets) if o is not None]
-        if not inside:
-            continue
-        first, last = inside[0], inside[-1]
-        for t in inside:
-            score = min(t - first, last - t) + 0.01 * len(inside)
-            key = (win.example, win.offsets[t][0])
+        n = len(inside)
+        for i, t in enumerate(inside):
+            key = (win.example, win.context_start + i)
+            if seen.setdefault(key, win.offsets[t]) != win.offsets[t]:  # the tokenizer's windows are not slices
+                raise RuntimeError(f"QA windows of example {win.example}: context token {key[1]} has offsets "
+                                   f"{seen[key]} in one window and {win.offsets[t]} in another")
+            score = min(i, n - 1 - i) + 0.01 * n
             if key not in best or score > best[key][0]:
                 best[key] = (score, k)
     for k, win in enumerate(wins):
-        win.max_context = [o is not None and best[(win.example, o[0])][1] == k for o in win.offsets]
+        flags, i = [], 0
+        for o in win.offsets:
+            flags.append(o is not None and best[(win.example, win.context_start + i)][1] == k)
+            i += o is not None
+        win.max_context = flags
 
 
 def best_span(win: Window, start_logits: list[float], end_logits: list[float], n_best: int, max_answer: int):
