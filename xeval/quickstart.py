@@ -7,9 +7,12 @@ Stages, each under ``--out`` (default ``runs/quickstart``) and each reused by a 
    time budget (``xeval.quickstart_pretrain``); reused when ``model/quickstart.json`` names the same world and
    plan. Trained in ``model.partial/`` and renamed when complete, so a half-trained model is never reused;
 3. ``results/``: the ``synthetic`` suite through ``xeval.runner`` — probes (retrieval, word alignment, lexicon
-   induction) over every layer, then the fine-tuning tasks trained on the base language ``qaa`` and tested on
-   every language; records are stored as they come, so an interrupted run resumes where it stopped;
-4. ``report.md`` + ``figures/layers.png|pdf``: xeval's report tables and layer-sweep plot for this model.
+   induction) over every layer, each also on the random-init control of the same architecture (seconds; the
+   floor a probe score is read against, ``xeval.controls``), then the fine-tuning tasks trained on the base
+   language ``qaa`` and tested on every language; records are stored as they come, so an interrupted run
+   resumes where it stopped;
+4. ``report.md`` + ``figures/layers.png|pdf``: xeval's report tables and layer-sweep plot for this model (its
+   control as "(random init)" rows and dashed lines), and a terminal summary with a ``control`` column.
 
 The time budget (``--minutes``, default 5) is split: pre-training gets what is left of ``PRETRAIN_SHARE`` of it
 after the world and tokenizer are built, evaluation is subsampled by ``eval_sizes(minutes)``.
@@ -51,6 +54,7 @@ class Options:
     sizes: dict = field(default_factory=dict)  # synth.Sizes overrides
     plan: dict = field(default_factory=dict)  # PretrainPlan overrides
     eval: dict = field(default_factory=dict)  # eval_sizes overrides (fine-tuning recipe fields, max_eval)
+    control: str | None = "random-init"  # probes also run on the random-init control (None: not)
 
 
 # A world small enough to generate in seconds, with a small lexicon so that a model trained for two minutes on a
@@ -205,7 +209,8 @@ def _tasks_of(world: Path):
 
 
 def evaluate(out: Path, opts: Options, echo) -> list:
-    """Probes over every layer, then the fine-tuning tasks; records stored in ``out/results``."""
+    """Probes over every layer, each beside the random-init control of the same architecture (``opts.control``:
+    seconds), then the fine-tuning tasks; records stored in ``out/results``."""
     from xeval.runner import RunOptions, run
 
     sizes = {**eval_sizes(opts.minutes), **opts.eval}
@@ -217,9 +222,10 @@ def evaluate(out: Path, opts: Options, echo) -> list:
                 continue
             run_opts = RunOptions(model=str(out / "model"), suite=SUITE, tasks=names, seeds=[1],
                                   data=str(out / "world"), out=str(out / "results"), layers=layers,
-                                  recipe=dict(sizes), options={"max_eval": sizes["max_eval"]})  # fmt: skip
+                                  recipe=dict(sizes), options={"max_eval": sizes["max_eval"]},
+                                  control=opts.control if layers else None)  # fmt: skip
             echo(f"[{step}] {'probes (every layer)' if layers else 'fine-tuning on qaa, testing every language'}: "
-                 f"{', '.join(names)}")  # fmt: skip
+                 f"{', '.join(names)}" + (f" (+ {opts.control} control)" if layers and opts.control else ""))  # fmt: skip
             records.extend(run(run_opts, echo=lambda text: echo(f"      {text}")))
     return records
 
@@ -233,6 +239,9 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
     preamble = ["Model pre-trained and evaluated by `python -m xeval quickstart` on a synthetic world "
                 "(`world/world.json`); fine-tuning tasks are trained on the base language qaa only.",
                 "Scores in points (%); probes at their best layer in the per-language tables."]  # fmt: skip
+    if results.controls:
+        preamble.append("Rows marked (random init): the probes on the same architecture and tokenizer with random "
+                        "weights, the floor that shared word forms alone give; dashed in the layer-sweep plot.")
     paths = {"report": out / "report.md"}
     write_text(paths["report"], render.render(built, "md", heading=title, preamble=preamble))
     if tables.probe_tasks(results):
@@ -243,37 +252,56 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
 
 def headline(records: list, base: str) -> list[str]:
     """A few lines for the terminal: per task, base-language score vs the other languages (transfer), and for
-    probes the best layer."""
+    probes the best layer. With a random-init control among the records, a ``control`` column: the control's
+    mean over the same other languages at its own best layer (the floor the ``others`` score is read against)."""
     from collections import defaultdict
 
-    from xeval.report.frame import headline_metric, lower_is_better
+    from xeval.controls import control_parents
+    from xeval.report.frame import headline_metric
 
+    controls = control_parents(records)
     by_task: dict[str, list] = defaultdict(list)
+    control_by_task: dict[str, list] = defaultdict(list)
     for rec in records:
-        by_task[rec.unit.task].append(rec)
-    lines = [f"{'task':<16} {'metric':<25} {base:>5} {'others':>6}  per language"]
+        (control_by_task if rec.unit.model in controls else by_task)[rec.unit.task].append(rec)
+    column = f" {'control':>7}" if controls else ""
+    lines = [f"{'task':<16} {'metric':<25} {base:>5} {'others':>6}{column}  per language"]
     for task, recs in by_task.items():
         metric = headline_metric(task, recs[0].metrics)
-        if recs[0].unit.layer is not None:  # probe: best layer by the mean over languages
-            layers = sorted({r.unit.layer for r in recs})
-            pick = min if lower_is_better(metric) else max
-
-            def mean_at(layer, recs=recs, metric=metric):
-                values = [r.metrics[metric] for r in recs if r.unit.layer == layer and metric in r.metrics]
-                return sum(values) / len(values)
-
-            best = pick(layers, key=mean_at)
-            chosen = [r for r in recs if r.unit.layer == best]
-            label = f"{metric} (layer {best})"
-        else:
-            chosen, label = recs, metric
-        per_lang = {r.unit.lang: r.metrics.get(metric) for r in chosen if metric in r.metrics}
+        label, per_lang = _at_best_layer(recs, metric)
         base_score = per_lang.get(base)
         others = [v for lang, v in per_lang.items() if lang != base]
         mean_other = sum(others) / len(others) if others else None
-        lines.append(f"{task:<16} {label:<25} {_fmt(base_score):>5} {_fmt(mean_other):>6}  "
+        cell = ""
+        if controls:
+            control = None
+            if control_by_task.get(task):
+                _, floor = _at_best_layer(control_by_task[task], metric)
+                values = [floor[lang] for lang in per_lang if lang != base and lang in floor]
+                control = sum(values) / len(values) if values else None
+            cell = f" {_fmt(control):>7}"
+        lines.append(f"{task:<16} {label:<25} {_fmt(base_score):>5} {_fmt(mean_other):>6}{cell}  "
                      + " ".join(f"{lang} {v:.1f}" for lang, v in sorted(per_lang.items())))  # fmt: skip
     return lines
+
+
+def _at_best_layer(recs: list, metric: str) -> tuple[str, dict]:
+    """(label, {lang: score}): a probe's records at its best layer by the mean over languages (lowest layer on
+    ties), or a fine-tuning task's records as they are."""
+    from xeval.report.frame import lower_is_better
+
+    if recs[0].unit.layer is None:
+        return metric, {r.unit.lang: r.metrics.get(metric) for r in recs if metric in r.metrics}
+    layers = sorted({r.unit.layer for r in recs})
+    pick = min if lower_is_better(metric) else max
+
+    def mean_at(layer):
+        values = [r.metrics[metric] for r in recs if r.unit.layer == layer and metric in r.metrics]
+        return sum(values) / len(values)
+
+    best = pick(layers, key=mean_at)
+    return f"{metric} (layer {best})", {r.unit.lang: r.metrics.get(metric) for r in recs
+                                        if r.unit.layer == best and metric in r.metrics}
 
 
 def _fmt(value) -> str:
@@ -301,7 +329,7 @@ def quickstart(opts: Options, echo=print) -> dict:
     from xeval.encoders import Encoder
 
     key = Encoder(str(out / "model")).key
-    records = [r for r in records if r.unit.model == key]
+    records = [r for r in records if r.unit.model == key or (r.model.get("parent") or {}).get("key") == key]
     echo("[4/4] report")
     with clock.stage("report"):
         paths = write_report(out, records, "xeval quickstart")
