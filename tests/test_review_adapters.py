@@ -120,3 +120,28 @@ def test_max_context_is_decided_per_token_position(data_root):
                 assert w.max_context[t] == (_hf_max_context(spans, start + i) == index), (ex, index, t)
                 checked += 1
     assert checked > 300
+
+
+# ------------------------------------------------------------------ training: AdamW parameter groups
+
+
+def test_no_weight_decay_on_any_layer_norm():
+    """XTREME's scripts exempt biases and LayerNorm weights from weight decay (matched by HF's parameter name
+    ``LayerNorm.weight``). xeval's engine names its norms ``ln_attn``, ``ln_ffn``, ``norm``: the exemption must
+    follow the module type, not the name (QA recipes use weight_decay 0.0001)."""
+    from torch import nn
+
+    from xeval.adapters.training import _optimizer
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = nn.Linear(4, 4)
+            self.ln_attn = nn.LayerNorm(4)
+            self.LayerNorm = nn.LayerNorm(4)  # the HF name
+
+    model = Block()
+    groups = _optimizer(model, Recipe.build({"weight_decay": 0.01})).param_groups
+    decayed = {id(p) for g in groups if g["weight_decay"] > 0 for p in g["params"]}
+    names = {name for name, p in model.named_parameters() if id(p) in decayed}
+    assert names == {"dense.weight"}

@@ -190,11 +190,15 @@ def batches(features: Sequence[dict], batch_size: int, pad_token_id: int, genera
 
 
 def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
+    """AdamW without weight decay on biases and norm weights (XTREME: ``no_decay = ["bias", "LayerNorm.weight"]``).
+    Norms are found by module type, so models that name them otherwise (the engine's ``ln_attn``) are covered."""
+    norms = {id(p) for m in model.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm)) for p in m.parameters()}
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(param)
+        exempt = name.endswith("bias") or id(param) in norms or "LayerNorm" in name or "layer_norm" in name
+        (no_decay if exempt else decay).append(param)
     groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=recipe.learning_rate, eps=recipe.adam_epsilon)
 
