@@ -145,3 +145,16 @@ def test_no_weight_decay_on_any_layer_norm():
     decayed = {id(p) for g in groups if g["weight_decay"] > 0 for p in g["params"]}
     names = {name for name, p in model.named_parameters() if id(p) in decayed}
     assert names == {"dense.weight"}
+
+
+# ------------------------------------------------------------------ recipes: the cards against XTREME's scripts
+
+
+@pytest.mark.parametrize("task, save_steps", [("udpos", 500), ("panx", 1000), ("xnli", 100), ("pawsx", 200)])
+def test_model_selection_checks_dev_as_often_as_xtreme(task, save_steps):
+    """scripts/train_<task>.sh evaluate the English dev set every ``--save_steps`` optimiser steps and keep the
+    best (``--save_only_best_checkpoint``); XNLI's 61k steps are judged 613 times, not at 5 epoch ends."""
+    from xeval.tasks import load_card
+
+    recipe = Recipe.build(load_card(task).recipe)
+    assert recipe.select == "dev" and recipe.eval_every == save_steps
