@@ -158,3 +158,29 @@ def test_model_selection_checks_dev_as_often_as_xtreme(task, save_steps):
 
     recipe = Recipe.build(load_card(task).recipe)
     assert recipe.select == "dev" and recipe.eval_every == save_steps
+
+
+# ------------------------------------------------------------------ pair classification: the head per model family
+
+
+def _backbone(config):
+    from transformers import AutoModel
+
+    torch.manual_seed(0)
+    return AutoModel.from_config(config)
+
+
+def test_xlmr_classifies_like_xlmroberta_for_sequence_classification():
+    """XTREME's run_classify.py fine-tunes XLMRobertaForSequenceClassification: a fresh dense + tanh head over
+    <s> (RobertaClassificationHead), the backbone built without its pooler. ``AutoModel`` gives XLMRobertaModel
+    WITH a pooler (untrained in the released checkpoints), so "has a pooler" must not decide the head."""
+    from transformers import BertConfig, XLMRobertaConfig
+
+    from xeval.adapters.classification import uses_pooler
+
+    small = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "intermediate_size": 32}
+    xlmr = _backbone(XLMRobertaConfig(**small))
+    assert getattr(xlmr, "pooler", None) is not None, "the test needs AutoModel's XLM-R to carry a pooler"
+    assert not uses_pooler(xlmr)
+    assert uses_pooler(_backbone(BertConfig(**small)))  # BertForSequenceClassification reads the pooler

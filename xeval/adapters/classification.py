@@ -3,8 +3,10 @@
 As XTREME's ``run_classify.py``: the pair is encoded as one input (``[CLS] a [SEP] b [SEP]`` / ``<s> a </s></s> b
 </s>``, segment ids where the model has them), truncated longest-first to ``max_length`` (128), and a linear
 classifier reads the pooled representation. Pooling follows the model family's own sequence classifier: the
-backbone's pooler output where it has one (BERT: tanh layer over [CLS], as ``BertForSequenceClassification``),
-otherwise dense + tanh over the first token (as ``RobertaClassificationHead`` for XLM-R and engine models).
+backbone's pre-trained pooler where that classifier reads it (BERT: tanh layer over [CLS], as
+``BertForSequenceClassification``), otherwise a fresh dense + tanh over the first token (``RobertaClassificationHead``:
+XLM-R, whose ``AutoModel`` carries an untrained pooler that ``XLMRobertaForSequenceClassification`` leaves out, and
+engine models, which have none).
 
 Score: accuracy (XTREME's metric for both tasks). Submission layout: one predicted label per line.
 """
@@ -45,8 +47,16 @@ class PairClassifier(nn.Module):
         return F.cross_entropy(logits, labels), logits
 
 
-def has_pooler(backbone: nn.Module) -> bool:
-    return getattr(backbone, "pooler", None) is not None
+# Families whose ``…ForSequenceClassification`` builds the backbone without its pooler and classifies the first
+# token through a fresh dense + tanh (``RobertaClassificationHead``), even though ``AutoModel`` adds a pooler.
+FIRST_TOKEN_HEAD = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "xmod", "data2vec-text",
+                              "roberta-prelayernorm"})
+
+
+def uses_pooler(backbone: nn.Module) -> bool:
+    """Whether the family's own sequence classifier reads the backbone's pooler output (BERT) or not (XLM-R)."""
+    model_type = getattr(getattr(backbone, "config", None), "model_type", None)
+    return getattr(backbone, "pooler", None) is not None and model_type not in FIRST_TOKEN_HEAD
 
 
 class PairClassification(finetune.Family):
@@ -55,7 +65,7 @@ class PairClassification(finetune.Family):
     def __init__(self, card, ctx, recipe):
         super().__init__(card, ctx, recipe)
         self.labels: list[str] = list(card.labels or [])
-        self.use_pooler = has_pooler(self.encoder.model)
+        self.use_pooler = uses_pooler(self.encoder.model)
         self.token_types = uses_token_types(self.encoder.model)
 
     def setup(self, train_examples: list) -> None:
