@@ -8,7 +8,7 @@ from xeval.engine.config import PRESET_DIR, load_config
 from xeval.engine.objectives import OBJECTIVES
 from xeval.errors import ConfigError
 
-PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2"]
+PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart"]
 
 
 @pytest.mark.parametrize("name", PRESETS)

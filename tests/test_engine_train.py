@@ -127,3 +127,41 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
     w1 = load_file(str(runs[1] / "model.safetensors"))
     w2 = load_file(str(runs[2] / "model.safetensors"))
     assert all(torch.allclose(w1[k], w2[k], atol=1e-5) for k in w1)
+
+
+def test_time_budget_schedule_decays_to_zero_over_the_budget():
+    from xeval.engine.config import TrainConfig
+    from xeval.engine.train import lr_at
+
+    tc = TrainConfig(steps=1000, lr=1e-3, warmup=10, max_seconds=100.0)
+    assert lr_at(0, tc, 0.0) == pytest.approx(1e-4)  # warm-up ramp in steps
+    assert lr_at(10, tc, 50.0) == pytest.approx(5e-4)  # then linear in the budget's elapsed share
+    assert lr_at(10, tc, 99.0) == pytest.approx(1e-5)
+    assert lr_at(10, tc, 120.0) == 0.0
+    assert lr_at(900, tc, 0.0) == pytest.approx(1e-4)  # train.steps stays a cap: progress is the larger share
+    plain = TrainConfig(steps=100, lr=1e-3, warmup=10)
+    assert [lr_at(s, plain, 1e9) for s in range(100)] == [lr_at(s, plain) for s in range(100)]  # no budget: steps
+
+
+def test_time_budget_stops_decays_and_checkpoint_loads(tmp_path, fake_root, tokenizer_dir):
+    from transformers import AutoModel
+
+    import xeval.engine  # noqa: F401
+    from xeval.encoders import Encoder
+    from xeval.engine.train import pretrain
+
+    out = tmp_path / "timed"
+    cfg = micro_config(fake_root, {"mlm": {}, "tlm": {}}, tokenizer_dir, steps=100_000, max_seconds=2.0, lr=1e-3,
+                       warmup=2, log_every=100_000, save_every=100_000)  # fmt: skip
+    summary = pretrain(cfg, out, echo=lambda text: None)
+    steps = summary["step"]
+    assert 2 < steps < 100_000 and summary["elapsed_s"] >= 2.0 and summary["tokens"] > 0
+    assert summary["lr"] < 0.2 * 1e-3  # the last step's rate: the schedule ran down with the budget
+    state = json.loads((out / "state" / f"step-{steps:07d}" / "state.json").read_text())
+    assert state["step"] == steps and state["elapsed_s"] >= 2.0  # the steps actually done
+    assert "2 s budget" in (out / "train.log").read_text()
+    assert Encoder(str(out)).num_layers == 2 and AutoModel.from_pretrained(out) is not None
+    # --resume with a larger budget continues the same clock (the saved elapsed time counts)
+    more = pretrain(micro_config(fake_root, {"mlm": {}, "tlm": {}}, tokenizer_dir, steps=100_000, max_seconds=3.0,
+                                 lr=1e-3, warmup=2, log_every=100_000), out, resume=True, echo=lambda text: None)  # fmt: skip
+    assert more["step"] > steps and 3.0 <= more["elapsed_s"] < 6.0

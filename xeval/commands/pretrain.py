@@ -6,18 +6,23 @@ Under ``torchrun --nproc_per_node N -m xeval pretrain ...`` the same command run
 from __future__ import annotations
 
 NAME = "pretrain"
-HELP = "pre-train an encoder (MLM, TLM, XLM-E, InfoXLM, VECO 2.0 presets) into a checkpoint directory"
+HELP = "pre-train an encoder (MLM, TLM, XLM-E, InfoXLM, VECO 2.0, quickstart presets) into a checkpoint directory"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--config", required=True, help="preset name (mlm, xlm, xlm-e, xlm-e-no-trtd, infoxlm, "
-                        "veco2) or a YAML file")  # fmt: skip
+                        "veco2, quickstart) or a YAML file")  # fmt: skip
     parser.add_argument("--out", required=True, help="output directory: the checkpoint (config.json, "
                         "model.safetensors, tokenizer) plus state/ for --resume")  # fmt: skip
-    parser.add_argument("--size", help="micro | tiny | base (default: the preset's size)")
+    parser.add_argument("--size", help="micro | tiny | base, or a preset's own size such as quickstart (default: "
+                        "the preset's size)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="continue from the last state in --out")
-    parser.add_argument("--steps", type=int, help="total number of steps (overrides train.steps)")
-    parser.add_argument("--data", help="shared data root (default: $XEVAL_DATA or ../shared/data)")
+    parser.add_argument("--steps", type=int, help="total number of steps (overrides train.steps; 0 exports the "
+                        "random initial weights)")  # fmt: skip
+    parser.add_argument("--max-seconds", type=float, help="stop on this wall-clock budget of the training loop, "
+                        "the learning rate decaying over it (overrides train.max_seconds; not bit-reproducible)")  # fmt: skip
+    parser.add_argument("--data", help="the corpora's folder: the shared data root (default: $XEVAL_DATA or "
+                        "../shared/data), or a synthetic world for data.layout synthetic (--config quickstart)")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value, e.g. --set train.lr=1e-3 (repeatable)")  # fmt: skip
 
@@ -29,6 +34,8 @@ def run(args) -> int:
     overrides = list(args.set)
     if args.steps is not None:
         overrides.append(f"train.steps={args.steps}")
+    if args.max_seconds is not None:
+        overrides.append(f"train.max_seconds={args.max_seconds}")
     if args.data:
         overrides.append(f"data.root={args.data}")
     cfg = load_config(args.config, args.size, overrides)

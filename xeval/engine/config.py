@@ -28,9 +28,11 @@ class TokenizerConfig:
 
 @dataclass
 class DataConfig:
-    root: str | None = None  # shared data; None: $XEVAL_DATA or ../shared/data next to the repository
-    parallel: list = field(default_factory=lambda: ["gettext", "multi30k", "wmt22"])
-    monolingual: list = field(default_factory=lambda: ["manpages", "fortunes"])
+    root: str | None = None  # the corpora's folder; None: $XEVAL_DATA or ../shared/data (shared layout only)
+    layout: str = "shared"  # shared: ../shared/data's corpora, chosen by name below | synthetic: a synthetic world
+    # (xeval synth) or any folder laid out like one: monolingual/<lang>.txt[.gz], parallel/<a>-<b>.tsv[.gz]
+    parallel: list = field(default_factory=lambda: ["gettext", "multi30k", "wmt22"])  # shared layout only
+    monolingual: list = field(default_factory=lambda: ["manpages", "fortunes"])  # shared layout only
     languages: list | None = None  # keep only these (pairs en-xx with xx listed); None: all
     alpha: float = 0.7
     seq_len: int = 128  # packed monolingual rows
@@ -46,7 +48,10 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    steps: int = 300
+    steps: int = 300  # with max_seconds: the most steps
+    max_seconds: float | None = None  # stop on this wall-clock budget of the training loop (set-up excluded); the
+    # learning rate then decays over the budget (see train.lr_at). Such a run is not bit-reproducible: how many
+    # steps fit, and the learning rate at each, depend on the machine's speed
     lr: float = 5e-4
     warmup: int = 30
     weight_decay: float = 0.01
@@ -77,6 +82,10 @@ class PretrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def updated(self, changes: dict, source: str = "config") -> PretrainConfig:
+        """A copy with ``changes`` ({section: {key: value}}, nested dicts merged) applied and checked."""
+        return PretrainConfig.from_dict(_merge(self.to_dict(), changes), source)
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> PretrainConfig:

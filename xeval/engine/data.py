@@ -1,10 +1,14 @@
 """Pre-training data: which corpora, how they are cleaned, how languages are sampled, how batches are built.
 
-Only ``parallel/`` and ``monolingual/`` of the shared data are ever read (never evaluation text):
+Only ``parallel/`` and ``monolingual/`` of a data root are ever read (never evaluation text). Two layouts
+(``data.layout``):
 
-- pairs: gettext UI strings (``parallel/gettext_mo/en-xx.tsv.gz``), Multi30k train+val (line-aligned ``train.xx.gz``),
-  WMT22 general test sets (``generaltest2022.a-b.src.a`` + ``.ref.A.b``); keyed ``en-xx`` (English first);
-- monolingual: Debian man pages and fortunes (``<lang>.txt.gz``, one paragraph a line).
+- ``shared`` (``../shared/data``): pairs are gettext UI strings (``parallel/gettext_mo/en-xx.tsv.gz``), Multi30k
+  train+val (line-aligned ``train.xx.gz``), WMT22 general test sets (``generaltest2022.a-b.src.a`` + ``.ref.A.b``),
+  keyed ``en-xx`` (English first); monolingual text is Debian man pages and fortunes (``<lang>.txt.gz``, one
+  paragraph a line);
+- ``synthetic`` (a world written by ``xeval synth``, or any folder laid out like one): ``monolingual/<lang>.txt[.gz]``
+  and ``parallel/<a>-<b>.tsv[.gz]`` (``a<TAB>b[<TAB>domain]``, an optional ``#`` header line), keyed ``a-b``.
 
 Cleaning (on by default, counted per language in the run log; DESIGN.md "Pre-training corpora" has the measured
 reasons): strip printf/format placeholders and menu accelerators, drop ISO code-name catalogs (``iso_*``), pairs
@@ -151,6 +155,27 @@ def discover(root: Path, parallel=("gettext", "multi30k", "wmt22"), monolingual=
     return dict(pairs), dict(mono)
 
 
+LAYOUTS = ("shared", "synthetic")
+
+
+def discover_synthetic(root: Path):
+    """Sources of the synthetic layout, shaped like ``discover``'s: ``monolingual/<lang>.txt[.gz]`` and
+    ``parallel/<a>-<b>.tsv[.gz]``."""
+    root = Path(root)
+    pairs: dict[str, list[tuple]] = defaultdict(list)
+    mono: dict[str, list[Path]] = defaultdict(list)
+    for f in sorted((root / "parallel").glob("*")):
+        if f.name.endswith((".tsv", ".tsv.gz")):
+            key = f.name.split(".")[0]
+            if key.count("-") != 1 or not all(key.split("-")):
+                raise ConfigError(f"{f}: expected parallel/<a>-<b>.tsv[.gz] (two language codes)")
+            pairs[key].append(("tsv", f))
+    for f in sorted((root / "monolingual").glob("*")):
+        if f.name.endswith((".txt", ".txt.gz")):
+            mono[f.name.split(".")[0]].append(f)
+    return dict(pairs), dict(mono)
+
+
 # --------------------------------------------------------------------------------------------------- cleaning
 PLACEHOLDER = re.compile(
     r"%(?:\d+\$)?[-+ 0#']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|t|I64|I32)?[diouxXeEfFgGaAcCsSpn]"
@@ -277,14 +302,23 @@ def load_corpora(
     split: str = "train",
     seed: int = 0,
     pairs_as_mono: bool = False,
+    layout: str = "shared",
 ) -> Corpora:
     """Read, clean and split every source. ``max_lines`` caps each pair key / language after cleaning (a seeded
-    sample, so small presets start fast); ``languages`` keeps only pairs en-xx / monolingual xx with xx listed."""
+    sample, so small presets start fast); ``languages`` keeps only pairs en-xx / monolingual xx with xx listed
+    (a pair key a-b of the synthetic layout needs both a and b listed). ``parallel`` / ``monolingual`` name the
+    shared layout's corpora; the synthetic layout reads every file it has."""
     clean = clean or CleanConfig()
     root = Path(root)
+    if layout not in LAYOUTS:
+        raise ConfigError(f"data.layout {layout!r}: expected one of {list(LAYOUTS)}")
     if not (root / "parallel").is_dir() and not (root / "monolingual").is_dir():
-        raise ConfigError(f"{root}: expected the shared data (parallel/ and monolingual/ folders), found neither")
-    pair_src, mono_src = discover(root, parallel, monolingual)
+        what = "the shared data" if layout == "shared" else "a synthetic world"
+        raise ConfigError(f"{root}: expected {what} (parallel/ and monolingual/ folders), found neither")
+    if layout == "shared":
+        pair_src, mono_src = discover(root, parallel, monolingual)
+    else:
+        pair_src, mono_src = discover_synthetic(root)
     keep = set(languages) if languages else None
     report: dict[str, dict[str, Counter]] = {"pairs": {}, "mono": {}}
     pairs: dict[str, list[tuple[str, str]]] = {}

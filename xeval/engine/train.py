@@ -6,6 +6,13 @@ objectives, one backward, clip, AdamW. Under ``torchrun`` the model is wrapped i
 
 - AdamW (beta2 0.98), no weight decay on biases and norms (every parameter with < 2 dimensions), linear warm-up then
   linear decay to 0 (the schedule is a pure function of the step, so resuming needs only the step);
+- ``train.max_seconds`` (a wall-clock budget, e.g. the quickstart's) stops the loop when the budget is spent (or at
+  ``train.steps``, whichever comes first) and decays the learning rate over the budget instead (``lr_at``). The
+  loop's elapsed seconds are saved with each state, so ``--resume`` continues the same budget and schedule; but
+  such a run is *not* bit-reproducible, nor is its resume exact: the number of steps and the learning rate of each
+  depend on how fast the machine ran. Runs without ``max_seconds`` (every preset but ``quickstart``) are exact;
+- a run that does no step (``train.steps`` 0) exports the initial weights: a random-init control of the same shape,
+  tokenizer and seed (``export_random_init``);
 - dropout is reseeded from (seed, step, rank) at every step, so the random stream after a resume is the one an
   uninterrupted run would have used (the torch RNG state is saved as well);
 - log lines: loss per objective, tokens/s, executed-FLOP utilisation = FLOPs actually run (counted with
@@ -43,16 +50,21 @@ def default_data_root() -> Path:
 
 
 class Logger:
-    """Lines to stdout (rank 0) and to ``<out>/train.log``; records to ``<out>/log.jsonl``."""
+    """Lines to ``echo`` (stdout by default; rank 0 only) and to ``<out>/train.log``; records to ``<out>/log.jsonl``.
+    While a progress bar is shown, lines are printed above it."""
 
-    def __init__(self, out: Path, rank: int):
-        self.out, self.rank = out, rank
+    def __init__(self, out: Path, rank: int, echo=None):
+        self.out, self.rank, self.bar = out, rank, None
+        self.echo = echo or (lambda text: print(text, flush=True))
 
     def line(self, text: str, echo: bool = True) -> None:
         if self.rank:
             return
-        if echo:
-            print(text, flush=True)
+        if echo and self.bar is not None:
+            with self.bar.external_write_mode():
+                self.echo(text)
+        elif echo:
+            self.echo(text)
         with open(self.out / "train.log", "a", encoding="utf-8") as f:
             f.write(text + "\n")
 
@@ -63,11 +75,27 @@ class Logger:
             f.write(json.dumps(rec) + "\n")
 
 
-def lr_at(step: int, cfg) -> float:
-    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``steps``. ``step`` counts from 0."""
+def lr_at(step: int, cfg, elapsed: float = 0.0) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``steps``. ``step`` counts from 0.
+
+    With ``max_seconds`` (a time budget: the number of steps is not known in advance) the decay runs over the run's
+    progress, the larger of ``elapsed / max_seconds`` and ``step / steps``: lr * warm-up ramp * (1 - progress),
+    so the rate reaches 0 when the budget is spent, whatever the machine's speed."""
+    if cfg.max_seconds is not None:
+        progress = max(elapsed / cfg.max_seconds if cfg.max_seconds > 0 else 1.0, step / max(1, cfg.steps))
+        return cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup)) * max(0.0, 1.0 - progress)
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     return cfg.lr * max(0.0, (cfg.steps - step) / max(1, cfg.steps - cfg.warmup))
+
+
+def data_root(dc) -> Path:
+    """The corpora's folder: ``data.root``, else (shared layout) $XEVAL_DATA or ../shared/data."""
+    if dc.root:
+        return Path(dc.root)
+    if dc.layout != "shared":
+        raise ConfigError(f"data.layout {dc.layout}: data.root (--data) must name the corpora's folder")
+    return default_data_root()
 
 
 def param_groups(model, weight_decay: float) -> list[dict]:
@@ -125,7 +153,10 @@ def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: 
         t0 = time.time()
         sample = balanced_sample(corpora, cfg.tokenizer.sample_lines, cfg.data.alpha, cfg.train.seed)
         texts = [t for lines in sample.values() for t in lines]
-        tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.model)
+        try:
+            tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.model)
+        except ValueError as err:
+            raise ConfigError(f"tokenizer: {err}") from None
         save_tokenizer(tok, out)
         log.line(f"tokenizer: {cfg.tokenizer.model} {tok.get_vocab_size()} ids from {len(texts)} lines "
                  f"({len(sample)} languages) in {time.time() - t0:.0f}s")  # fmt: skip
@@ -137,7 +168,8 @@ def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: 
 def report_coverage(tok, root: Path, cfg: PretrainConfig, log: Logger, n: int = 200) -> dict:
     """unk / byte-fallback rates per language on held-out lines of the corpora."""
     held = load_corpora(root, cfg.data.parallel, cfg.data.monolingual, cfg.data.languages,
-                        CleanConfig(**cfg.data.clean), max_lines=n, split="heldout", seed=cfg.train.seed)  # fmt: skip
+                        CleanConfig(**cfg.data.clean), max_lines=n, split="heldout", seed=cfg.train.seed,
+                        layout=cfg.data.layout)  # fmt: skip
     by_lang: dict[str, list[str]] = {}
     for key, rows in held.pairs.items():
         a, b = key.split("-")
@@ -154,9 +186,21 @@ def report_coverage(tok, root: Path, cfg: PretrainConfig, log: Logger, n: int = 
 
 def load_dictionaries(cfg: PretrainConfig, root: Path, keys: list[str]) -> dict[str, dict[str, set[str]]]:
     """MUSE en-xx dictionaries for the pair keys, minus every pair of MUSE's 5000-6500 *test* splits (those are
-    evaluation data for lexicon induction)."""
+    evaluation data for lexicon induction). A synthetic world: its ``dictionaries/<a>-<b>.train.txt`` (the
+    ``.test`` split is the lexicon-induction task's)."""
     from xeval.engine.data import read_dictionary_pairs
 
+    if cfg.data.layout == "synthetic":
+        folder = Path(cfg.data.dictionaries) if cfg.data.dictionaries else root / "dictionaries"
+        found = {}
+        for key in keys:
+            f = folder / f"{key}.train.txt"
+            if f.is_file():
+                table: dict[str, set[str]] = {}
+                for a, b in read_dictionary_pairs(f):
+                    table.setdefault(a.casefold(), set()).add(b.casefold())
+                found[key] = table
+        return found
     folder = Path(cfg.data.dictionaries) if cfg.data.dictionaries else root / "muse_dictionaries" / "full"
     test_folder = root / "muse_dictionaries" / "test_5000-6500_annotated"
     test_pairs = set()
@@ -178,37 +222,50 @@ def load_dictionaries(cfg: PretrainConfig, root: Path, keys: list[str]) -> dict[
     return out
 
 
-def pretrain(cfg: PretrainConfig, out: str | Path, resume: bool = False) -> dict:
-    """Train; returns a summary (final losses, steps, tokens/s). Writes the model into ``out``."""
+def pretrain(cfg: PretrainConfig, out: str | Path, resume: bool = False, echo=None) -> dict:
+    """Train; returns a summary (steps, tokens, loop seconds, last logged losses, tokens/s). Writes the model into
+    ``out``. ``echo(text)`` receives the log lines (default: printed)."""
     out = Path(out)
     tc = cfg.train
     if tc.threads:
         torch.set_num_threads(tc.threads)
     rank, world, device = setup_distributed(tc.device)
     try:
-        return _pretrain(cfg, out, resume, rank, world, device)
+        return _pretrain(cfg, out, resume, rank, world, device, echo)
     finally:
         if world > 1 and dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device) -> dict:
+def export_random_init(cfg: PretrainConfig, out: str | Path, echo=None) -> dict:
+    """The untrained encoder of ``cfg`` into ``out``: the tokenizer, shape and seeded initial weights a training run
+    of ``cfg`` starts from (a random-init control). A run of 0 steps."""
+    return pretrain(cfg.updated({"train": {"steps": 0, "max_seconds": None, "stop_after": None}}), out, echo=echo)
+
+
+def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device,
+              echo=None) -> dict:  # fmt: skip
     tc, dc = cfg.train, cfg.data
     state_path = ckpt.latest_state(out) if resume else None
     if state_path is None and (out / "state" / "latest").is_file():
         raise UserError(f"{out}: holds a training run already; pass --resume to continue it or choose a new --out")
-    if state_path is not None:  # the saved config wins (only train.steps / stop_after / threads may change)
-        saved = ckpt.read_state_json(state_path)["config"]
-        saved["train"].update(steps=tc.steps, stop_after=tc.stop_after, threads=tc.threads, log_every=tc.log_every)
+    elapsed0 = 0.0  # loop seconds of the run before this resume (time budgets)
+    if state_path is not None:  # the saved config wins (only steps / max_seconds / stop_after / threads may change)
+        state_json = ckpt.read_state_json(state_path)
+        saved = state_json["config"]
+        saved["train"].update(steps=tc.steps, stop_after=tc.stop_after, threads=tc.threads, log_every=tc.log_every,
+                              max_seconds=tc.max_seconds)  # fmt: skip
         cfg = PretrainConfig.from_dict(saved)
         tc, dc = cfg.train, cfg.data
+        elapsed0 = float(state_json.get("elapsed_s", 0.0))
     out.mkdir(parents=True, exist_ok=True)
-    log = Logger(out, rank)
-    root = Path(dc.root) if dc.root else default_data_root()
+    log = Logger(out, rank, echo)
+    root = data_root(dc)
     t0 = time.time()
     needs = _streams_needed(cfg)
     corpora = load_corpora(root, dc.parallel, dc.monolingual, dc.languages, CleanConfig(**dc.clean),
-                           max_lines=dc.max_lines, seed=tc.seed, pairs_as_mono=dc.pairs_as_mono)  # fmt: skip
+                           max_lines=dc.max_lines, seed=tc.seed, pairs_as_mono=dc.pairs_as_mono,
+                           layout=dc.layout)  # fmt: skip
     log.line(f"pretrain {cfg.name} size {cfg.size}: {world} process(es) on {device}; data {root} "
              f"({len(corpora.mono)} monolingual languages, {len(corpora.pairs)} pair keys, {time.time() - t0:.0f}s)")  # fmt: skip
     for line in corpora.log_lines():
@@ -268,21 +325,38 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
     if rank == 0:
         _write_card(out, cfg)
 
+    timed = tc.max_seconds is not None
+    t_loop = time.perf_counter()
+
+    def elapsed() -> float:  # seconds of the training loop, over resumes
+        return elapsed0 + time.perf_counter() - t_loop
+
     def save(step: int) -> None:
         if rank == 0:
             ckpt.export_model(model.encoder, out)
-            extra = {"config": cfg.to_dict(), "world": world,
+            extra = {"config": cfg.to_dict(), "world": world, "elapsed_s": elapsed(),
                      "data": {"mono": mono.state_dict() if mono else None,
                               "pairs": pairs.state_dict() if pairs else None}}  # fmt: skip
             ckpt.save_state(out, step, model, optimizer, extra, keep=tc.keep)
         barrier(world)
 
+    def budget_spent() -> bool:  # under DDP every rank must agree: rank 0's clock decides
+        if not timed:
+            return False
+        flag = torch.tensor([float(elapsed() >= tc.max_seconds)], device=device)
+        if world > 1:
+            dist.broadcast(flag, src=0)
+        return bool(flag.item())
+
     flops_per_token = None
     window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
     last_stats: dict = {}
-    bar = _progress(tc.steps, start, rank)
+    total_tokens = 0
+    bar = _progress(tc, start, elapsed0, rank)
+    log.bar = bar
     step = start
-    while step < tc.steps:
+    done = step >= tc.steps or budget_spent()
+    while not done:
         batches = {
             "mono": mono.next_batch(dc.mono_batch) if mono else None,
             "pairs": pairs.next_batch(dc.pair_batch) if pairs else None,
@@ -291,8 +365,9 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         inputs = model.prepare(batches, lambda name, s=gen_seed: torch.Generator().manual_seed(s + _salt(name)))
         inputs = slice_inputs(inputs, rank, world)
         inputs = _to_device(inputs, device)
+        lr = lr_at(step, tc, elapsed())
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, tc)
+            group["lr"] = lr
         torch.manual_seed(tc.seed * 1_000_003 + step * 7919 + rank * 104_729 + 17)  # dropout stream of this step
         ctx = StepContext(step=step, seed=tc.seed, rank=rank, world=world, device=device)
         count_flops = window["steps"] == 0 and not tc.compile  # first step of each log window (the mix changes)
@@ -313,6 +388,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         if not math.isfinite(float(loss.detach())):
             raise UserError(f"loss became {float(loss.detach())} at step {step}; lower train.lr or check the data")
         window["tokens"] += stats["tokens"] * world
+        total_tokens += stats["tokens"] * world
         window["steps"] += 1
         for k, v in stats.items():
             if k != "tokens":
@@ -320,9 +396,12 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         window["stats"]["loss"] = window["stats"].get("loss", 0.0) + float(loss.detach())
         if grad_norm is not None:
             window["stats"]["grad_norm"] = window["stats"].get("grad_norm", 0.0) + float(grad_norm)
+        done = step >= tc.steps or budget_spent()
         if bar is not None:
-            bar.update(1)
-        if step % tc.log_every == 0 or step == tc.steps:
+            bar.update(min(bar.total, int(elapsed())) - bar.n if timed else 1)
+            if timed:
+                bar.set_postfix_str(f"step {step}", refresh=False)
+        if step % tc.log_every == 0 or done:
             if device.type == "cuda":
                 torch.cuda.synchronize()
             dt = time.perf_counter() - window["t"]
@@ -337,35 +416,47 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
                     avg["grad_norm"] = window["stats"]["grad_norm"] / window["steps"]  # identical on every rank
             tok_s = window["tokens"] / dt
             flops_s = (flops_per_token or 0.0) * window["tokens"] / world / dt
-            last_stats = {"step": step, **avg, "lr": lr_at(step - 1, tc), "tokens_per_s": tok_s,
+            last_stats = {"step": step, **avg, "lr": lr, "tokens_per_s": tok_s,
                           "flops_per_s": flops_s, "mfu": flops_s / peak, "s_per_step": dt / window["steps"]}  # fmt: skip
+            if timed:
+                last_stats["elapsed_s"] = elapsed()
             log.record(last_stats)
             parts = " ".join(f"{k} {v:.3f}" for k, v in avg.items() if k not in ("loss", "grad_norm"))
-            msg = (f"step {step}/{tc.steps} | loss {avg['loss']:.4f} | {parts} | lr {last_stats['lr']:.2e} | "
+            where = f"{step} ({elapsed():.0f}/{tc.max_seconds:.0f} s)" if timed else f"{step}/{tc.steps}"
+            msg = (f"step {where} | loss {avg['loss']:.4f} | {parts} | lr {last_stats['lr']:.2e} | "
                    f"{tok_s:,.0f} tok/s | {flops_s / 1e9:.1f} GFLOP/s = {100 * flops_s / peak:.0f} % of peak | "
                    f"{dt / window['steps']:.2f} s/step")  # fmt: skip
-            if bar is not None:
-                bar.write(msg)
-            log.line(msg, echo=bar is None)
+            log.line(msg)
             window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
-        if step % tc.save_every == 0 or step == tc.steps or step == tc.stop_after:
+        if step % tc.save_every == 0 or done or step == tc.stop_after:
             save(step)
         if tc.stop_after is not None and step >= tc.stop_after:
             log.line(f"stopped after step {step} (train.stop_after); continue with --resume")
             break
     if bar is not None:
         bar.close()
+    log.bar = None
+    if step == 0 and rank == 0:  # no step at all: the initial weights (a random-init control)
+        ckpt.export_model(model.encoder, out)
+        log.line("no training steps: exported the initial (random) weights")
+    if timed and step > start:
+        log.line(f"stopped after step {step}: {elapsed():.1f} s of the {tc.max_seconds:g} s budget (train.max_seconds)")
     if rank == 0:
         _write_card(out, cfg, last_stats)
-    return {"step": step, "out": str(out), **last_stats}
+    return {"step": step, "out": str(out), "tokens": total_tokens, "seconds": round(elapsed() - elapsed0, 1),
+            **last_stats}  # fmt: skip
 
 
-def _progress(total: int, start: int, rank: int):
+def _progress(tc, start: int, elapsed0: float, rank: int):
+    """A terminal progress bar: steps, or seconds of the budget under ``max_seconds``."""
     if rank != 0 or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True)
+    if tc.max_seconds is not None:
+        total = max(1, round(tc.max_seconds))
+        return tqdm(total=total, initial=min(total, int(elapsed0)), unit="s", dynamic_ncols=True)
+    return tqdm(total=tc.steps, initial=start, unit="step", dynamic_ncols=True)
 
 
 def _salt(name: str) -> int:
@@ -396,5 +487,6 @@ def _write_card(out: Path, cfg: PretrainConfig, last: dict | None = None) -> Non
     """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers)."""
     from xeval.atomic import write_json
 
+    where = "the shared data" if cfg.data.layout == "shared" else f"the {cfg.data.layout} corpora"
     write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {},
-               "note": "trained by xeval's engine on parallel/ and monolingual/ of the shared data only"})  # fmt: skip
+               "note": f"trained by xeval's engine on parallel/ and monolingual/ of {where} only"})  # fmt: skip
