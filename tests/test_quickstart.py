@@ -10,11 +10,10 @@ import pytest
 from xeval.quickstart import FINETUNE, PROBES, Options, quickstart
 
 TINY_SIZES = {"mono": 150, "parallel": 120, "train": 40, "dev": 12, "test": 12, "tatoeba": 12, "alignment": 8}
-TINY_PLAN = {
-    "model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
-              "max_position_embeddings": 256, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
-    "vocab_size": 500, "tokenizer_lines": 2000, "seq_len": 32, "pair_max_side": 24, "mono_batch": 4,
-    "pair_batch": 4,
+TINY_PLAN = {  # engine config overrides of the quickstart preset
+    "model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32},
+    "tokenizer": {"vocab_size": 500, "sample_lines": 2000},
+    "data": {"seq_len": 32, "pair_max_side": 24, "mono_batch": 4, "pair_batch": 4},
 }  # fmt: skip
 TINY_EVAL = {"max_train": 16, "epochs": 1, "max_dev": 8, "max_eval": 8, "batch_size": 8}
 
@@ -87,9 +86,21 @@ def test_bad_options_are_user_errors_and_write_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_zero_steps_gives_a_random_init_control(first_run, tmp_path):
-    from xeval.quickstart_pretrain import PretrainPlan, pretrain_world
+    from xeval.quickstart_pretrain import quickstart_config, train_quickstart_model
 
     out, _, _ = first_run
-    plan = PretrainPlan(**TINY_PLAN, seconds=None, max_steps=0)
-    summary = pretrain_world(out / "world", tmp_path / "control", plan, log=lambda text: None)
+    cfg = quickstart_config(out / "world", max_steps=0, overrides=TINY_PLAN)
+    summary = train_quickstart_model(cfg, tmp_path / "control", echo=lambda text: None)
     assert summary["steps"] == 0 and (tmp_path / "control" / "model.safetensors").is_file()
+    assert summary["parameters"] > 0 and summary["objectives"] == ["mlm", "seqcl"]
+
+
+@pytest.mark.slow
+def test_pretraining_is_the_engines_quickstart_preset(first_run):
+    out, result, lines = first_run
+    card = json.loads((out / "model" / "xeval_pretrain.json").read_text(encoding="utf-8"))
+    assert card["config"]["name"] == "quickstart" and card["config"]["data"]["layout"] == "synthetic"
+    assert card["config"]["train"]["max_seconds"] == 60 and card["config"]["train"]["steps"] == 3
+    assert (out / "model" / "state" / "step-0000003" / "state.json").is_file()  # the steps actually done
+    assert any(line.strip().startswith("encoder ") for line in lines)  # the engine's log, indented under [2/4]
+    assert set(result["pretrain"]["last"]) >= {"loss", "mlm", "seqcl"}

@@ -4,8 +4,9 @@ Stages, each under ``--out`` (default ``runs/quickstart``) and each reused by a 
 
 1. ``world/``: a synthetic world (``xeval.synth``), reused when its ``world.json`` has the same parameters;
 2. ``model/``: a tokenizer and a tiny encoder pre-trained on the world's monolingual + parallel corpora within a
-   time budget (``xeval.quickstart_pretrain``); reused when ``model/quickstart.json`` names the same world and
-   plan. Trained in ``model.partial/`` and renamed when complete, so a half-trained model is never reused;
+   time budget, by the engine's ``pretrain`` with its ``quickstart`` preset (``xeval.quickstart_pretrain``);
+   reused when ``model/quickstart.json`` names the same world and recipe. Trained in ``model.partial/`` and
+   renamed when complete, so a half-trained model is never reused;
 3. ``results/``: the ``synthetic`` suite through ``xeval.runner`` — probes (retrieval, word alignment, lexicon
    induction) over every layer, each also on the random-init control of the same architecture (seconds; the
    floor a probe score is read against, ``xeval.controls``), then the fine-tuning tasks trained on the base
@@ -24,15 +25,14 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xeval.atomic import write_json, write_text
 from xeval.errors import UserError
 from xeval.provenance import hash_json
-from xeval.quickstart_pretrain import PretrainPlan, pretrain_world
+from xeval.quickstart_pretrain import quickstart_config, recipe_identity, train_quickstart_model
 
 PRETRAIN_SHARE = 0.4  # of the whole budget, minus what the world and the tokenizer took
 PROBES = ("synth_tatoeba", "synth_alignment", "synth_lexicon")
@@ -52,7 +52,7 @@ class Options:
     max_steps: int = 100_000  # pre-training steps at most (the tests use a handful)
     tasks: tuple[str, ...] = PROBES + FINETUNE
     sizes: dict = field(default_factory=dict)  # synth.Sizes overrides
-    plan: dict = field(default_factory=dict)  # PretrainPlan overrides
+    plan: dict = field(default_factory=dict)  # engine config overrides of the quickstart preset: {section: {k: v}}
     eval: dict = field(default_factory=dict)  # eval_sizes overrides (fine-tuning recipe fields, max_eval)
     control: str | None = "random-init"  # probes also run on the random-init control (None: not)
 
@@ -130,13 +130,14 @@ def _world_complete(folder: Path, manifest: dict) -> bool:
                for item in manifest.get("files", []))  # fmt: skip
 
 
-def pretrain_plan(opts: Options, seconds: float | None) -> PretrainPlan:
-    return replace(PretrainPlan(seed=opts.seed, max_steps=opts.max_steps), seconds=seconds, **opts.plan)
+def pretrain_config(folder: Path, opts: Options, seconds: float | None):
+    """The engine config that trains ``folder`` (the model folder) on its world."""
+    return quickstart_config(manifest_dir(folder), opts.seed, seconds, opts.max_steps, opts.plan)
 
 
 def model_key(manifest: dict, opts: Options) -> str:
-    """What the model depends on: the world's bytes and the plan, with the budget as asked (not as measured)."""
-    plan = pretrain_plan(opts, None).as_json()
+    """What the model depends on: the world's bytes and the recipe, with the budget as asked (not as measured)."""
+    plan = recipe_identity(quickstart_config("world", opts.seed, None, opts.max_steps, opts.plan))
     world = hash_json(manifest["files"])
     budget = opts.pretrain_seconds if opts.pretrain_seconds is not None else f"{opts.minutes} min"
     return hash_json({"world": world, "plan": plan, "budget": budget})
@@ -153,26 +154,13 @@ def ensure_model(folder: Path, manifest: dict, opts: Options, seconds: float, ec
         if info.get("key") == key and (folder / "model.safetensors").is_file():
             echo(f"[2/4] model: reusing {folder} ({info['summary']['steps']} steps)")
             return info["summary"], True
-    plan = pretrain_plan(opts, seconds)
+    cfg = pretrain_config(folder, opts, seconds)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    echo(f"[2/4] model: tokenizer + {plan.model['num_hidden_layers']} x {plan.model['hidden_size']} encoder, "
-         f"objectives {'+'.join(plan.objectives)}, budget {seconds:.0f} s")  # fmt: skip
-    bar = _bar(100, "pre-train", "%")
-    shown = [0]
-
-    def progress(step: int, fraction: float, stats: dict) -> None:
-        if bar is not None:
-            pct = int(100 * fraction)
-            bar.update(pct - shown[0])
-            shown[0] = pct
-            if step % 10 == 0:
-                bar.set_postfix(step=step, **{k: f"{v:.2f}" for k, v in stats.items() if not k.endswith("acc")})
-
-    summary = pretrain_world(manifest_dir(folder), partial, plan, progress=progress, log=echo)
-    if bar is not None:
-        bar.close()
-    write_json(partial / "quickstart.json", {"key": key, "summary": summary, "plan": plan.as_json()})
+    echo(f"[2/4] model: tokenizer + {cfg.model['num_hidden_layers']} x {cfg.model['hidden_size']} encoder, "
+         f"objectives {'+'.join(cfg.objectives)}, budget {seconds:.0f} s")  # fmt: skip
+    summary = train_quickstart_model(cfg, partial, echo=lambda text: echo(f"      {text}"))
+    write_json(partial / "quickstart.json", {"key": key, "summary": summary, "plan": recipe_identity(cfg)})
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(partial, folder)
@@ -184,14 +172,6 @@ def ensure_model(folder: Path, manifest: dict, opts: Options, seconds: float, ec
 
 def manifest_dir(model_folder: Path) -> Path:
     return model_folder.parent / "world"
-
-
-def _bar(total: int, desc: str, unit: str):
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=False)
 
 
 @contextlib.contextmanager
