@@ -159,3 +159,24 @@ def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
     assert "accuracy (random init)" in printed and "random init: layer" in printed
     models = {r.unit.model for r in Store(tmp_path / "runs").records()}
     assert models == {tiny.key, Encoder.random_init(tiny, 5).key}
+
+
+@pytest.mark.slow
+def test_fine_tuning_control_is_cheap_to_run(tiny, data_root, tmp_path):
+    """Fine-tuning tasks take the control too (the backbone copy is the random one); the model's numbers stay."""
+    from xeval.runner import RunOptions, run
+
+    recipe = {"max_train": 16, "max_dev": 8, "max_eval": 8, "epochs": 1, "batch_size": 8}
+
+    def go(out, control=None):
+        opts = RunOptions(model=tiny.spec, suite="xtreme-mini", tasks=["udpos"], langs=["en", "de"],
+                          data=str(data_root), out=str(out), device="cpu", recipe=dict(recipe),
+                          options={"max_eval": 8}, control=control)
+        return run(opts, echo=lambda text: None)
+
+    both = go(tmp_path / "with", "random-init")
+    control_key = Encoder.random_init(tiny, 0).key
+    assert {r.unit.model for r in both} == {tiny.key, control_key}
+    assert all(r.unit.layer is None for r in both)
+    alone = go(tmp_path / "alone")
+    assert {r.unit: r.metrics for r in alone} == {r.unit: r.metrics for r in both if r.unit.model == tiny.key}
