@@ -184,3 +184,13 @@ def test_xlmr_classifies_like_xlmroberta_for_sequence_classification():
     assert getattr(xlmr, "pooler", None) is not None, "the test needs AutoModel's XLM-R to carry a pooler"
     assert not uses_pooler(xlmr)
     assert uses_pooler(_backbone(BertConfig(**small)))  # BertForSequenceClassification reads the pooler
+
+
+def test_a_training_tag_outside_the_label_set_is_an_error(tiny_encoder, tmp_path, data_root):
+    """XTREME's label_map[label] fails on a tag its label file lacks; silently training without it (no loss on
+    those words, never predicted, still in the gold) would lower the score with no word of warning."""
+    from xeval.errors import ConfigError
+
+    fam = _tagging(tiny_encoder, tmp_path, data_root)
+    with pytest.raises(ConfigError, match="'B-PER' is not one of"):
+        fam.features([_sentence(["Ada", "sleeps"], ["B-PER", "VERB"])])

@@ -153,7 +153,11 @@ class Tagging(finetune.Family):
                 raise ConfigError(f"{examples[i].source}:{examples[i].line}: training sentence has no tags")
             labels = [IGNORE_INDEX] * len(word_ids[k])
             for t in self._first_subwords(word_ids[k]):
-                labels[t] = self.index.get(tags[s + word_ids[k][t]], IGNORE_INDEX)
+                tag = tags[s + word_ids[k][t]]
+                if tag not in self.index:  # XTREME fails here too (label_map[label]); never train around it
+                    raise ConfigError(f"{examples[i].source}:{examples[i].line}: tag {tag!r} is not one of "
+                                      f"{', '.join(self.labels)} (the task's label set)")
+                labels[t] = self.index[tag]
             out.append({"input_ids": enc["input_ids"][k], "attention_mask": enc["attention_mask"][k], "labels": labels})
         return out
 
