@@ -28,9 +28,22 @@ def test_markdown_summary_renders_pairs_bold_and_empty_cells(results):
                         "| PAWS-X Acc | Avg |")
     assert lines[1].startswith("|:---|---:")
     assert all(line.count("|") == lines[0].count("|") for line in lines)  # every row has every cell
-    assert lines[2] == "| alpha | 80.0 | 70.0 | 60.0 / 50.0 | 50.0 / 40.0 | 40.0 / 30.0 | 75.0 | 85.0 | 63.6 |"
-    assert lines[3] == ("| beta | **81.0** | **71.0** | **61.0** / **51.0** | **51.0** / **41.0** |  | **76.0** "
-                        "| **86.0** |  |")
+    # en/de/zh only: every cell is marked, and so is the Avg (not the XTREME score)
+    assert lines[2] == ("| alpha | 80.0† | 70.0† | 60.0 / 50.0† | 50.0 / 40.0† | 40.0 / 30.0† | 75.0† | 85.0† "
+                        "| 63.6† |")
+    assert lines[3] == ("| beta | **81.0**† | **71.0**† | **61.0** / **51.0**† | **51.0** / **41.0**† |  | **76.0**† "
+                        "| **86.0**† |  |")
+    assert ("<sub>† averaged over N of M XTREME languages per task: POS 3 of 33, NER 3 of 40, XQuAD 3 of 11, "
+            "MLQA 3 of 7, TyDiQA 1 of 9 (+2 not in XTREME), XNLI 3 of 15, PAWS-X 3 of 7</sub><br>") in text
+
+
+def test_latex_and_csv_mark_partial_cells(results):
+    tex = render.render(build(results, "summary"), "latex")
+    assert r"80.0$^\dagger$" in tex and r"$^\dagger$ averaged over N of M" in tex
+    assert "†" not in tex
+    summary = pd.read_csv(io.StringIO(render.render(build(results, "summary"), "csv")), index_col=0)
+    assert summary.loc["alpha", "POS F1"] == pytest.approx(80.0)  # values stay numbers
+    assert bool(summary.loc["alpha", "POS F1 partial"]) and not bool(summary.loc["beta", "TyDiQA F1 partial"])
 
 
 def test_markdown_language_table_shows_seed_std(results):

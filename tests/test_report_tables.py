@@ -7,6 +7,7 @@ import pytest
 
 from tests.report_records import A, B, probe_records, rec, transfer_records
 from xeval.errors import UserError
+from xeval.metrics.xtreme import XTREME
 from xeval.report.tables import (
     Results,
     build,
@@ -155,3 +156,43 @@ def test_half_finished_sweep_compares_one_language_set():
     assert universal_layer(sweep.loc["alpha"], "accuracy") == 2
     assert universal_layer(pd.Series({0: 5.0, 1: 5.0}), "accuracy") == 0  # ties: the lowest layer
     assert universal_layer(pd.Series({0: 40.0, 1: 30.0, 2: 30.0}), "aer") == 1  # AER: lower is better
+
+
+def _official_records(model, drop=()):
+    """Every summary task on XTREME's official languages (minus ``drop``: (task, lang) pairs), flat scores."""
+    base = {"udpos": {"f1": 80.0}, "panx": {"f1": 70.0}, "xquad": {"f1": 60.0, "exact_match": 50.0},
+            "mlqa": {"f1": 50.0, "exact_match": 40.0}, "tydiqa": {"f1": 40.0, "exact_match": 30.0},
+            "xnli": {"accuracy": 75.0}, "pawsx": {"accuracy": 85.0}}
+    return [rec(model, task, lang, metrics) for task, metrics in base.items()
+            for lang in XTREME.tasks[task].langs if (task, lang) not in drop]
+
+
+def test_summary_full_language_sets_are_unmarked():
+    table = summary_table(Results(_official_records(A)))
+    assert table.marked is None
+    assert not any(note.startswith("†") for note in table.notes)
+    assert table.mean.loc["alpha", "Avg"] == pytest.approx(445 / 7)
+
+
+def test_summary_marks_partial_language_sets_with_counts():
+    drop = {("udpos", "kk"), ("udpos", "tl"), ("udpos", "yo")}  # xtreme-mini's POS
+    records = _official_records(A) + _official_records(B, drop=drop)
+    records += [rec(B, "xnli", "xx", {"accuracy": 75.0})]  # a language XTREME's XNLI does not have
+    table = summary_table(Results(records))
+    marked = table.marked
+    assert not marked.loc["alpha"].any()  # the official sets stay unmarked, Avg included
+    assert marked.loc["beta", "POS F1"] and marked.loc["beta", "XNLI Acc"]
+    assert not marked.loc["beta", ["NER F1", "XQuAD F1", "XQuAD EM", "PAWS-X Acc"]].any()
+    assert marked.loc["beta", "Avg"]  # kept, but not the XTREME score
+    assert table.mean.loc["beta", "Avg"] == pytest.approx(445 / 7)
+    assert "† averaged over N of M XTREME languages per task: POS 30 of 33, XNLI 15 of 15 (+1 not in XTREME)" \
+        in table.notes
+    assert "Avg†: a mean over † cells, not the XTREME score" in table.notes
+
+
+def test_summary_marks_a_three_language_run(results):
+    table = summary_table(results)  # alpha and beta both on en/de/zh; beta without TyDiQA
+    assert table.marked.loc["alpha"].all()
+    assert not table.marked.loc["beta", "Avg"]  # no Avg shown, nothing to mark
+    assert math.isnan(table.mean.loc["beta", "Avg"]) and not table.marked.loc["beta", "TyDiQA F1"]
+    assert "POS 3 of 33" in table.notes[2] and "TyDiQA 1 of 9 (+2 not in XTREME)" in table.notes[2]  # no de/zh

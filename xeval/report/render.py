@@ -39,8 +39,9 @@ def _display_columns(table: Table) -> list[tuple[str, list]]:
     return out
 
 
-def _cells(table: Table, bold, spread, join: str) -> list[list[str]]:
-    """Formatted body cells; ``bold(text)`` wraps a best value, ``spread(text)`` draws a std after the mean."""
+def _cells(table: Table, bold, spread, join: str, mark: str = "") -> list[list[str]]:
+    """Formatted body cells; ``bold(text)`` wraps a best value, ``spread(text)`` draws a std after the mean,
+    ``mark`` follows a cell ``table.marked`` flags (once per merged "a / b" cell)."""
     best = table.best_mask()
     rows = []
     for row in table.mean.index:
@@ -56,7 +57,10 @@ def _cells(table: Table, bold, spread, join: str) -> list[list[str]]:
                 if text and not _is_empty(std):
                     text += spread(_number(std, digits))
                 parts.append(text)
-            cells.append(join.join(parts) if any(parts) else "")
+            text = join.join(parts) if any(parts) else ""
+            if text and table.marked is not None and any(table.marked.at[row, col] for col in cols):
+                text += mark
+            cells.append(text)
         rows.append(cells)
     return rows
 
@@ -89,7 +93,7 @@ def markdown_table(table: Table, level: int = 3) -> str:
     headers = _index_names(table) + [h for h, _ in _display_columns(table)]
     n_index = len(_index_names(table))
     body = [idx + cells for idx, cells in
-            zip(_index_cells(table), _cells(table, lambda t: f"**{t}**", lambda s: f" ± {s}", " / "))]
+            zip(_index_cells(table), _cells(table, lambda t: f"**{t}**", lambda s: f" ± {s}", " / ", "†"))]
     lines = [f"{'#' * level} {table.title}", ""]
     lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
     lines.append("|" + "|".join([":---"] * n_index + ["---:"] * (len(headers) - n_index)) + "|")
@@ -113,7 +117,7 @@ def markdown(tables: list[Table], heading: str | None = None, preamble: list[str
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                   "±": r"$\pm$", "·": r"$\cdot$", "→": r"$\to$", "−": "-"}
+                   "±": r"$\pm$", "·": r"$\cdot$", "→": r"$\to$", "−": "-", "†": r"$^\dagger$"}
 
 
 def latex_escape(text: str) -> str:
@@ -133,7 +137,8 @@ def latex_table(table: Table) -> str:
     display = _display_columns(table)
     names = _index_names(table)
     n_index = len(names)
-    cells = _cells(table, lambda t: rf"\textbf{{{t}}}", lambda s: rf"{{\scriptsize${{}}\pm{{}}${s}}}", " / ")
+    cells = _cells(table, lambda t: rf"\textbf{{{t}}}", lambda s: rf"{{\scriptsize${{}}\pm{{}}${s}}}", " / ",
+                   r"$^\dagger$")
     numeric = "c" if table.stacked_headers else "r"  # centred under two-line headers, as the paper prints it
     spec = "l" * n_index + "".join("c" if len(cols) > 1 else numeric for _, cols in display)
     lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}"]
@@ -204,6 +209,10 @@ def csv(tables: list[Table]) -> str:
             for col in table.mean.columns:
                 if table.std[col].notna().any():
                     frame.insert(frame.columns.get_loc(col) + 1, f"{col} std", table.std[col])
+        if table.marked is not None:  # "<column> partial": True where the renderers draw a dagger
+            for col in table.mean.columns:
+                if table.marked[col].any():
+                    frame.insert(frame.columns.get_loc(col) + 1, f"{col} partial", table.marked[col])
         frame.to_csv(buffer, float_format="%.4f")
         return buffer.getvalue()
     parts = []
@@ -212,6 +221,10 @@ def csv(tables: list[Table]) -> str:
         if table.std is not None:
             std = table.std.reset_index().melt(id_vars=_index_names(table), var_name="column", value_name="std")
             mean["std"] = std["std"].to_numpy()
+        if table.marked is not None:
+            marked = table.marked.reset_index().melt(id_vars=_index_names(table), var_name="column",
+                                                     value_name="partial")
+            mean["partial"] = marked["partial"].to_numpy()
         mean.insert(0, "table", table.key)
         parts.append(mean)
     pd.concat(parts, ignore_index=True).to_csv(buffer, index=False, float_format="%.4f")

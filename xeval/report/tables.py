@@ -4,7 +4,9 @@
   mean ± std. Tatoeba shows both directions and their mean; alignment shows AER (and P/R) per language pair.
 - ``summary_table``: one row per model in the layout of the XLM-E paper's main table (POS F1, NER F1, XQuAD /
   MLQA / TyDiQA F1 / EM, XNLI acc, PAWS-X acc, Avg). A task not run is an empty cell; Avg (the XTREME score)
-  only when all seven tasks are there, never an average over whatever happened to run.
+  only when all seven tasks are there, never an average over whatever happened to run. A cell averaged over
+  another language set than XTREME's official one (xtreme-mini, CI runs) is marked † with a footnote of the
+  counts, and so is that row's Avg (then not the XTREME score).
 - ``gap_table``: transfer gap = English minus the mean over the other languages, per task (headline metric;
   F1 for QA, as XTREME's gap table), one row per model. Lower is better.
 - ``layer_tables``: for probes, score vs layer (mean over languages) and the best layer per probe.
@@ -25,7 +27,7 @@ import pandas as pd
 from xeval.controls import LABELS as CONTROL_LABELS
 from xeval.controls import control_parents
 from xeval.errors import UserError
-from xeval.metrics.xtreme import task_summary
+from xeval.metrics.xtreme import XTREME, task_summary
 from xeval.report.frame import (
     NO_LAYER,
     QA_TASKS,
@@ -66,6 +68,7 @@ class Table:
     notes: list = field(default_factory=list)
     stacked_headers: bool = False  # LaTeX: "XQuAD F1 / EM" as two header lines
     controls: set = field(default_factory=set)  # row labels (outer index level) of controls: never bold
+    marked: pd.DataFrame | None = None  # True where a cell gets a dagger (summary: not XTREME's language set)
 
     def lower_is_better(self, row, column) -> bool:
         if self.bold_within is not None:
@@ -316,6 +319,28 @@ def task_blocks(results: Results) -> dict[str, dict[str, dict]]:
     return out
 
 
+def task_languages(results: Results) -> dict[str, dict[str, set[str]]]:
+    """{row label: {XTREME task: the languages run}} (the languages behind ``task_blocks``' averages)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for (model, setting, task), group in results.stats.groupby(["model", "setting", "task"], sort=False):
+        canon = xtreme_task(task)
+        if canon is not None:
+            out.setdefault(results.row(model, setting), {}).setdefault(canon, set()).update(group["lang"])
+    return out
+
+
+def _partial_note(counts: dict[str, set[tuple[int, int, int]]]) -> str:
+    """"† averaged over N of M XTREME languages: POS 5 of 33, ..." (several counts when rows differ)."""
+    parts = []
+    for task, found in counts.items():
+        official = len(XTREME.tasks[task].langs)
+        covered = "/".join(str(n) for n in sorted({n for n, _, _ in found}))
+        extra = sorted({x for _, _, x in found if x})
+        parts.append(f"{XTREME_TASKS[task]} {covered} of {official}"
+                     + (f" (+{'/'.join(map(str, extra))} not in XTREME)" if extra else ""))
+    return "† averaged over N of M XTREME languages per task: " + ", ".join(parts)
+
+
 def xtreme_score(blocks: dict[str, dict]) -> float | None:
     """The XLM-E main table's average: the unweighted mean of the seven tasks' ``avg_metric`` (QA tasks count
     (EM + F1) / 2), None unless all seven are present. (XTREME's own ``all_task`` also needs BUCC and Tatoeba;
@@ -348,15 +373,35 @@ def summary_table(results: Results) -> Table:
                 mean.loc[row, column] = value
         avg = xtreme_score(by_task)
         mean.loc[row, "Avg"] = np.nan if avg is None else avg
+    # a cell averaged over another language set than XTREME's official one is marked (xtreme-mini, CI runs), and
+    # so is the row's Avg: then it is not the XTREME score
+    marked = pd.DataFrame(False, index=mean.index, columns=mean.columns)
+    counts: dict[str, set[tuple[int, int, int]]] = {}
+    for row, by_task in task_languages(results).items():
+        for task, langs in by_task.items():
+            official = set(XTREME.tasks[task].langs)
+            if langs == official or task not in XTREME_TASKS:
+                continue
+            cells = [c for c, (t, _) in sources.items() if t == task and not np.isnan(mean.at[row, c])]
+            if cells:
+                marked.loc[row, cells] = True
+                counts.setdefault(task, set()).add((len(langs & official), len(official), len(langs - official)))
+    marked["Avg"] = marked.any(axis=1) & mean["Avg"].notna()
+    counts = {t: counts[t] for t in XTREME_TASKS if t in counts}
     groups = [(header, [c for c in columns if sources[c][0] in tasks]) for header, tasks in XTREME_GROUPS.items()]
     xtreme = results.stats[results.stats["task"].map(xtreme_task).notna()]
     langs = xtreme.groupby("task")["lang"].nunique()
     notes = ["task scores average each task's languages as run ("
              + ", ".join(f"{t}: {n}" for t, n in langs.items()) + " languages); QA cells are F1 / EM",
              "Avg: mean over the seven tasks (QA as (F1 + EM) / 2), shown only when all seven were run"]
+    if counts:
+        notes.append(_partial_note(counts))
+    if marked["Avg"].any():
+        notes.append("Avg†: a mean over † cells, not the XTREME score")
     controls = set(results.control_rows()) & set(mean.index)
     return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups,
-                 notes=notes + (_control_note(results) if controls else []), stacked_headers=True, controls=controls)
+                 notes=notes + (_control_note(results) if controls else []), stacked_headers=True, controls=controls,
+                 marked=marked if marked.any().any() else None)
 
 
 def gap_table(results: Results) -> Table:
