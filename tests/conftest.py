@@ -45,3 +45,12 @@ def require_file(root: Path, relative: str) -> Path:
             pytest.fail(message + " (XEVAL_REQUIRE_DATA=1)")
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(data_root):
+    """An Encoder over the shared tiny BERT of tests/helpers_transfer.py (the model is built once per process;
+    each test module gets its own Encoder, so no module sees another's changes)."""
+    from tests import helpers_transfer
+
+    return helpers_transfer.tiny_encoder(data_root)

@@ -2,18 +2,12 @@ import copy
 
 import pytest
 
-from tests import helpers_transfer
 from tests.helpers_transfer import context
 from xeval.adapters import classification
 from xeval.adapters.training import Recipe
 from xeval.data.examples import SentencePair
 from xeval.errors import ConfigError
 from xeval.tasks import load_suite
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(data_root):
-    return helpers_transfer.tiny_encoder(data_root)
 
 
 @pytest.fixture(scope="module")

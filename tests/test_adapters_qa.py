@@ -2,7 +2,6 @@ import json
 
 import pytest
 
-from tests import helpers_transfer
 from tests.conftest import require_file
 from tests.helpers_transfer import context
 from xeval.adapters import qa
@@ -10,11 +9,6 @@ from xeval.adapters.training import Recipe
 from xeval.data.examples import Answer, QAExample
 from xeval.data.squad import read_squad
 from xeval.tasks import load_suite
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(data_root):
-    return helpers_transfer.tiny_encoder(data_root)
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,12 @@ import copy
 import pytest
 import torch
 
-from tests import helpers_transfer
 from tests.helpers_transfer import FAST, context
 from xeval.adapters import finetune, tagging
 from xeval.adapters.training import IGNORE_INDEX, Recipe, set_seed
 from xeval.data.examples import TaggedSentence
 from xeval.errors import ConfigError
 from xeval.tasks import load_suite
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(data_root):
-    return helpers_transfer.tiny_encoder(data_root)
 
 
 @pytest.fixture(scope="module")

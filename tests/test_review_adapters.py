@@ -8,17 +8,11 @@ import copy
 import pytest
 import torch
 
-from tests import helpers_transfer
 from tests.helpers_transfer import context
 from xeval.adapters import tagging
 from xeval.adapters.training import IGNORE_INDEX, Recipe
 from xeval.data.examples import TaggedSentence
 from xeval.tasks import load_suite
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(data_root):
-    return helpers_transfer.tiny_encoder(data_root)
 
 
 def _sentence(tokens, tags=None):

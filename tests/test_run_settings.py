@@ -6,16 +6,10 @@ import dataclasses
 
 import pytest
 
-from tests import helpers_transfer
 from tests.helpers_transfer import context
 from xeval.adapters import tagging
 from xeval.errors import ConfigError
 from xeval.tasks import load_suite
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(data_root):
-    return helpers_transfer.tiny_encoder(data_root)
 
 
 @pytest.fixture(scope="module")
