@@ -177,10 +177,10 @@ def test_every_card_loads_through_the_data_sources(world_dir, monkeypatch):
 
 
 def test_committed_cards_are_the_default_worlds():
-    """tasks/synth_*.yaml and tasks/suites/synthetic.yaml are what the default world writes (regenerate with
+    """xeval/cards/synth_*.yaml and xeval/cards/suites/synthetic.yaml are what the default world writes (regenerate with
     ``python -m xeval synth`` and copy <world>/tasks/ when the generator changes)."""
     for rel, text in card_files(build_world(WorldConfig())).items():
-        assert (REPO / "tasks" / rel).read_text(encoding="utf-8") == text, rel
+        assert (REPO / "xeval" / "cards" / rel).read_text(encoding="utf-8") == text, rel
 
 
 def test_cli_writes_a_world_and_rejects_bad_options(tmp_path, capsys):

@@ -1,6 +1,6 @@
 """Task cards and suites: declarative YAML in ``<repo>/tasks`` (or ``$XEVAL_TASKS``), like MTEB's task metadata.
 
-A **card** (``tasks/<name>.yaml``) says what a task is; it never holds code::
+A **card** (``xeval/cards/<name>.yaml``) says what a task is; it never holds code::
 
     name: udpos                     # must equal the file name
     type: tagging                   # a key of xeval.adapters.TASK_TYPES
@@ -28,7 +28,7 @@ A source is a path template, a list of them (concatenated), or a mapping of name
 for Tatoeba and BUCC, ``text``/``gold`` for word alignment, ``path`` otherwise) plus options (``format`` to use
 another reader for this split, ``gold_base``, ``exclude_contexts_from``). Globs are allowed in ``path``.
 
-A **suite** (``tasks/suites/<name>.yaml``) picks cards and may narrow or adapt them::
+A **suite** (``xeval/cards/suites/<name>.yaml``) picks cards and may narrow or adapt them::
 
     name: xtreme-mini
     layouts: [shared]               # data layouts the suite is meant for
@@ -48,6 +48,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,10 @@ _ENTRY_KEYS = {"card", "languages", "eval_splits", "train", "subsample", "recipe
 
 
 def tasks_dir() -> Path:
-    """Where the cards live: ``$XEVAL_TASKS`` when set, else ``tasks/`` beside the package."""
+    """Where the cards live: ``$XEVAL_TASKS`` when set, else the package's own ``xeval/cards/`` (package data, so a
+    wheel install has them too)."""
     env = os.environ.get("XEVAL_TASKS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "tasks"
+    return Path(env) if env else Path(str(resources.files("xeval") / "cards"))
 
 
 @dataclass
@@ -249,7 +251,7 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
 
 
 def load_card(name: str) -> Card:
-    """The card ``tasks/<name>.yaml``."""
+    """The card ``<tasks_dir>/<name>.yaml``."""
     path = tasks_dir() / f"{name}.yaml"
     if not path.is_file():
         known = ", ".join(list_cards()) or "none"
@@ -261,7 +263,7 @@ def load_card(name: str) -> Card:
 
 
 def load_suite(name: str) -> Suite:
-    """The suite ``tasks/suites/<name>.yaml`` with its effective cards."""
+    """The suite ``<tasks_dir>/suites/<name>.yaml`` with its effective cards."""
     path = tasks_dir() / "suites" / f"{name}.yaml"
     if not path.is_file():
         known = ", ".join(list_suites()) or "none"

@@ -21,7 +21,7 @@ _RECIPE_FLAGS = {
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="hub id, local Hugging Face folder or engine checkpoint")
-    parser.add_argument("--suite", required=True, help="suite name (tasks/suites/<name>.yaml), e.g. xtreme, xtreme-mini")
+    parser.add_argument("--suite", required=True, help="suite name (xeval/cards/suites/<name>.yaml; xeval tasks lists them), e.g. xtreme, xtreme-mini")
     parser.add_argument("--tasks", help="comma-separated tasks of the suite (default: all)")
     parser.add_argument("--langs", help="comma-separated languages (default: each task's own)")
     parser.add_argument("--seeds", default="1", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")

@@ -1,4 +1,5 @@
-"""Pre-training configs: a preset (``tasks/pretrain/<name>.yaml``) on top of a size (``tasks/pretrain/sizes.yaml``).
+"""Pre-training configs: a preset (``xeval/engine/presets/<name>.yaml``) on top of a size
+(``xeval/engine/presets/sizes.yaml``).
 
 Resolution, later wins: ``sizes.yaml[size]`` -> the preset's top-level sections -> the preset's ``sizes[size]``
 section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigError`` naming the file.
@@ -8,13 +9,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from xeval.errors import ConfigError
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "tasks" / "pretrain"
+# Package data (``xeval/engine/presets/``), so a wheel install has the presets too.
+PRESET_DIR = Path(str(resources.files("xeval.engine") / "presets"))
 SECTIONS = ("model", "tokenizer", "data", "train", "objectives")
 
 

@@ -2,7 +2,7 @@
 
 A world folder is laid out like an XTREME download (``udpos/``, ``panx/``, ``pawsx/`` ...), so the cards name
 their files under the ``xtreme`` layout and ``--data <world>`` is detected as that layout. The committed cards in
-``tasks/`` are those of the default world (``python -m xeval synth`` without options); a world with other
+``xeval/cards/`` are those of the default world (``python -m xeval synth`` without options); a world with other
 languages carries its own copy under ``<world>/tasks/`` (use it with ``XEVAL_TASKS=<world>/tasks``).
 """
 
@@ -31,7 +31,7 @@ def _split_files(task: str, ext: str) -> dict:
 
 
 def cards(world: World) -> dict[str, dict]:
-    """Card name -> card mapping (what ``tasks/<name>.yaml`` holds)."""
+    """Card name -> card mapping (what ``<tasks dir>/<name>.yaml`` holds)."""
     base = world.base.code
     langs = [lang.code for lang in world.languages]
     derived = [lang.code for lang in world.derived]

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The package as a user installs it: build a wheel, install it into a fresh virtual environment, and run
+# `xeval tasks` and a tiny `xeval run` from it, outside the checkout (so nothing is read from the source tree).
+# Fails when a card, suite or preset is missing from the wheel, or the console script does not work.
+#
+# To stay fast (seconds), the fresh environment borrows the dependencies of the calling environment (a .pth
+# file naming its site-packages) and installs the wheel itself with --no-deps; resolving the dependencies is what
+# `.ci/run`'s `pip install -e .` checks. Environment: PYTHON (default python), WHEEL_OUT (default .ci-out/wheel).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PY=${PYTHON:-python}
+OUT=${WHEEL_OUT:-.ci-out/wheel}
+rm -rf "$OUT" && mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+unset PYTHONPATH XEVAL_TASKS
+
+$PY -m pip wheel -q --no-deps --no-build-isolation "$REPO" -w "$OUT/dist"
+rm -rf "$REPO/build"   # setuptools' scratch folder; keep the checkout as it was
+$PY -m venv "$OUT/venv"
+$PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
+    "$("$OUT/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/ci-deps.pth"
+"$OUT/venv/bin/python" -m pip install -q --no-deps --no-index "$OUT"/dist/xeval-*.whl
+
+cd "$OUT"   # not the checkout: `import xeval` must find the installed wheel
+"$OUT/venv/bin/python" - <<'PY'
+import xeval, sys
+assert sys.prefix in xeval.__file__, f"xeval imported from {xeval.__file__}, not from the wheel install"
+PY
+"$OUT/venv/bin/xeval" tasks > tasks.txt
+# Every committed card and suite is listed by the installed package.
+for card in "$REPO"/xeval/cards/*.yaml "$REPO"/xeval/cards/suites/*.yaml; do
+    name=$(basename "$card" .yaml)
+    grep -qE "^  $name( |$)" tasks.txt || { echo "wheel-check: '$name' missing from the installed 'xeval tasks'" >&2; exit 1; }
+done
+"$OUT/venv/bin/xeval" pretrain --help > /dev/null
+"$OUT/venv/bin/python" -c 'from xeval.engine.config import load_config; [load_config(p) for p in
+    ("mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart")]'
+
+# A tiny run: a locally built 2-layer BERT on a synthetic world's Tatoeba-like task.
+"$OUT/venv/bin/xeval" synth --out world > synth.log
+"$OUT/venv/bin/python" -c "import sys; sys.path.insert(0, '$REPO/tests'); from pathlib import Path
+from helpers_tiny import make_tiny_bert; make_tiny_bert(Path('tiny'))"
+"$OUT/venv/bin/xeval" run --model tiny --suite synthetic --data world --tasks synth_tatoeba --out runs \
+    --device cpu > run.log
+grep -q "synth_tatoeba" run.log
+echo "wheel-check: $(ls dist) installs; xeval tasks lists $(grep -c '' tasks.txt) lines; tiny run ok"
