@@ -89,7 +89,7 @@ def test_align_score_cli(tmp_path, capsys):
     _write(tmp_path, "x.src-tgt", "a b ||| x y\nc ||| z\n")  # found as the sibling of x.gold
     gold = _write(tmp_path, "x.gold", "1-1 2p2\n1-1\n")
     pred = _write(tmp_path, "x.out", "0-0 1-1\n0-0\n")
-    assert main(["align", "score", "--gold", str(gold), "--pred", str(pred)]) == 0
+    assert main(["align", "score", "--gold", str(gold), "--predictions", str(pred)]) == 0
     out = capsys.readouterr()
     assert "precision   100.00" in out.out and "recall      100.00" in out.out and "AER         0.00" in out.out
     assert "x.src-tgt" in out.err  # the sibling text file is used for range checks, and said so
@@ -99,7 +99,7 @@ def test_align_score_out_of_range(tmp_path, capsys):
     text = _write(tmp_path, "t.txt", "a b ||| x y\nc ||| z\n")
     gold = _write(tmp_path, "g.txt", "1-1 2-2\n1-1\n")
     pred = _write(tmp_path, "p.txt", "0-0 1-1\n0-0 0-3\n")
-    argv = ["align", "score", "--gold", str(gold), "--pred", str(pred), "--text", str(text)]
+    argv = ["align", "score", "--gold", str(gold), "--predictions", str(pred), "--text", str(text)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{pred}:2:" in err and "0-3" in err and "Traceback" not in err
@@ -112,5 +112,5 @@ def test_align_score_out_of_range(tmp_path, capsys):
 def test_align_score_line_count_mismatch(tmp_path, capsys):
     gold = _write(tmp_path, "g.txt", "1-1\n1-1\n")
     pred = _write(tmp_path, "p.txt", "0-0\n")
-    assert main(["align", "score", "--gold", str(gold), "--pred", str(pred)]) == 2
+    assert main(["align", "score", "--gold", str(gold), "--predictions", str(pred)]) == 2
     assert "expected 2 lines" in capsys.readouterr().err

@@ -26,7 +26,7 @@ def stored(out) -> dict:
 
 def check_rescore(tmp_path, records, exported, labels):
     assert main(["score", "--predictions", str(exported), "--labels", str(labels), "--partial",
-                 "--output", str(tmp_path / "score.json")]) == 0
+                 "--out", str(tmp_path / "score.json")]) == 0
     scored = json.loads((tmp_path / "score.json").read_text())
     for rec in records:
         block = scored[rec.unit.task]

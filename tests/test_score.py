@@ -380,7 +380,7 @@ def test_overall_score_needs_every_task(tmp_path):
 def test_cli_writes_the_json(tmp_path, capsys):
     preds, labels = _tiny_complete_submission(tmp_path)
     out = tmp_path / "scores.json"
-    assert main(["score", "--predictions", str(preds), "--labels", str(labels), "--output", str(out)]) == 0
+    assert main(["score", "--predictions", str(preds), "--labels", str(labels), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "all_task" in printed and "xnli" in printed
     assert json.loads(out.read_text()) == score_submission(preds, labels).result

@@ -186,11 +186,11 @@ def test_committed_cards_are_the_default_worlds():
 def test_cli_writes_a_world_and_rejects_bad_options(tmp_path, capsys):
     sizes = ["--mono", "20", "--parallel", "10", "--train", "6", "--dev", "4", "--test", "4", "--tatoeba", "5",
              "--alignment", "5"]  # fmt: skip
-    assert main(["synth", "--out", str(tmp_path / "w"), "--languages", "2", "--overlap", "0", *sizes]) == 0
+    assert main(["synth", "--out", str(tmp_path / "w"), "--num-langs", "2", "--overlap", "0", *sizes]) == 0
     out = capsys.readouterr().out
     assert "qab   derived  Greek" in out and (tmp_path / "w" / MANIFEST).is_file()
     # rerunning into the same world with fewer languages removes the files it no longer has
-    assert main(["synth", "--out", str(tmp_path / "w"), "--languages", "1", *sizes]) == 0
+    assert main(["synth", "--out", str(tmp_path / "w"), "--num-langs", "1", *sizes]) == 0
     assert not (tmp_path / "w" / "tatoeba").exists() or not any((tmp_path / "w" / "tatoeba").iterdir())
     assert main(["synth", "--out", str(tmp_path / "w"), "--order", "OVS"]) == 2
     assert "--order" in capsys.readouterr().err

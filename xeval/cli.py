@@ -15,7 +15,8 @@ import importlib
 import pkgutil
 import sys
 
-from xeval import __version__, commands
+from xeval import __version__, commands, console
+from xeval.commands._args import use_formatter
 from xeval.errors import UserError
 
 
@@ -37,9 +38,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for module in _verb_modules():
         verb = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        _console_options(verb, default=0)
         module.add_arguments(verb)
         verb.set_defaults(_run=module.run)
+        for nested in _subparsers(verb):  # align score, data check, tokenizer train: -q/-v after them too
+            _console_options(nested, default=argparse.SUPPRESS)
+    use_formatter(parser)
     return parser
+
+
+def _console_options(parser: argparse.ArgumentParser, default) -> None:
+    """-q/-v of every verb: the level of xeval's log on stderr (results go to stdout whatever the level). A nested
+    verb's default is SUPPRESS so that it does not reset what was given before it."""
+    group = parser.add_argument_group("console")
+    group.add_argument("-q", "--quiet", action="count", default=default,
+                       help="only warnings and errors on stderr, no progress bars")
+    group.add_argument("-v", "--verbose", action="count", default=default, help="also debugging details on stderr")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [p for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for p in dict.fromkeys(a.choices.values())]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    console.configure(verbose=args.verbose - args.quiet)
     try:
         return int(args._run(args) or 0)
     except UserError as err:

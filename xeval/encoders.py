@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from xeval import console
 from xeval.controls import CONTROL_RANDOM_INIT
 from xeval.errors import UserError
 from xeval.provenance import hash_files, hash_json
@@ -246,7 +247,7 @@ class Encoder:
         include_special: bool = True,
         batch_size: int = 32,
         max_length: int | None = None,
-        progress: bool = False,
+        progress: bool = True,
     ) -> np.ndarray:
         """Pooled sentence vectors of several layers from ONE forward pass per batch.
 
@@ -263,10 +264,8 @@ class Encoder:
         out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        if progress:
-            from tqdm import tqdm
-
-            batches = tqdm(batches, desc="encode", unit="batch", leave=False)
+        if progress:  # drawn on a terminal only (xeval.console)
+            batches = console.progress(batches, desc=f"encode {len(texts)} sentences", unit="batch")
         for idx in batches:
             enc = self.tokenizer(
                 [texts[i] for i in idx],
@@ -291,7 +290,8 @@ class Encoder:
 
     @torch.inference_mode()
     def word_piece_states(
-        self, sentences: list[list[str]], layers: list[int] | None = None, batch_size: int = 32
+        self, sentences: list[list[str]], layers: list[int] | None = None, batch_size: int = 32,
+        progress: bool = True,
     ) -> list[tuple[np.ndarray, list[int]]]:
         """Subword representations of pre-split sentences, for word alignment.
 
@@ -301,7 +301,10 @@ class Encoder:
         layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
         results: list[tuple[np.ndarray, list[int]] | None] = [None] * len(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        for start in range(0, len(order), batch_size):
+        starts = range(0, len(order), batch_size)
+        if progress:
+            starts = console.progress(starts, desc=f"encode {len(sentences)} sentences", unit="batch")
+        for start in starts:
             idx = order[start : start + batch_size]
             batch = self.tokenize_words([sentences[i] for i in idx])
             states = self.forward(batch.input_ids, batch.attention_mask)

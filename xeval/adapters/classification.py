@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from xeval import console
 from xeval.adapters import finetune
 from xeval.adapters.training import accepts_token_types, batches, head_init, hidden_dropout, uses_token_types
 from xeval.errors import ConfigError
@@ -100,7 +101,7 @@ class PairClassification(finetune.Family):
         out: list[str | None] = [None] * len(feats)
         size = self.recipe.eval_batch_size
         pad = self.tokenizer.pad_token_id or 0
-        for start in range(0, len(order), size):
+        for start in console.progress(range(0, len(order), size), desc=f"predict {len(examples)}", unit="batch"):
             idx = order[start : start + size]
             batch = next(batches([feats[i] for i in idx], len(idx), pad))
             logits = model(**{k: v.to(self.encoder.device) for k, v in batch.items()})[0]  # [B, C]

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from xeval import console
 from xeval.adapters import finetune
 from xeval.adapters.training import accepts_token_types, batches, head_init, uses_token_types
 from xeval.errors import ConfigError
@@ -156,7 +157,7 @@ class QA(finetune.Family):
         best: dict[int, tuple[float, str]] = {}
         size = self.recipe.eval_batch_size
         pad = self.tokenizer.pad_token_id or 0
-        for start in range(0, len(wins), size):
+        for start in console.progress(range(0, len(wins), size), desc=f"predict {len(examples)}", unit="batch"):
             chunk = list(range(start, min(start + size, len(wins))))
             batch = next(batches([feats[k] for k in chunk], len(chunk), pad))
             starts, ends = model(**{k: v.to(self.encoder.device) for k, v in batch.items()})

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from xeval import console
 from xeval.adapters import finetune
 from xeval.adapters.training import IGNORE_INDEX, batches, head_init, hidden_dropout
 from xeval.errors import ConfigError
@@ -173,7 +174,7 @@ class Tagging(finetune.Family):
         predicted: list[dict[int, str]] = [{} for _ in spans]  # per window: word (in window) -> tag
         pad = self.tokenizer.pad_token_id or 0
         size = self.recipe.eval_batch_size
-        for start in range(0, len(order), size):
+        for start in console.progress(range(0, len(order), size), desc=f"predict {len(examples)}", unit="batch"):
             idx = order[start : start + size]
             batch = next(batches([feats[k] for k in idx], len(idx), pad))
             logits = model(**{k: v.to(self.encoder.device) for k, v in batch.items()})[0]  # [B, T, C]

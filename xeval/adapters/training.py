@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from xeval import console
 from xeval.errors import ConfigError
 
 IGNORE_INDEX = -100  # label of positions that carry no loss (padding, special tokens, non-first subwords)
@@ -272,7 +273,7 @@ def fine_tune(
 
     start = time.perf_counter()
     step, seen, loss_value = 0, 0, None
-    bar = tqdm(total=total, desc=desc, unit="step", leave=False, disable=None)
+    bar = console.progress(total=total, desc=desc, unit="step")
     while step < total:
         for batch in batches(features, recipe.batch_size, pad_token_id, generator):  # collated lazily
             n = len(batch["input_ids"])

@@ -11,12 +11,13 @@ HELP = "check the data a suite needs (every file read and validated; a table of 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="data_verb", metavar="SUBVERB", required=True)
     check = sub.add_parser("check", help="read every file a suite needs and print a table of example counts")
-    check.add_argument("--data", default=None,
+    check.add_argument("--data", default=None, metavar="DIR|hub",
                        help="data folder (XTREME download or ../shared/data layout), 'hub', or 'hub:DIR' "
                             "(default: $XEVAL_DATA, else ../shared/data)")
-    check.add_argument("--suite", default="xtreme-mini", help="suite to check (default: xtreme-mini)")
-    check.add_argument("--tasks", default=None, help="comma-separated subset of the suite's tasks")
-    check.add_argument("--seed", type=int, default=0, help="subsampling seed (default 0, as runs use)")
+    check.add_argument("--suite", default="xtreme-mini", metavar="NAME|FILE",
+                       help="suite name or suite YAML file to check (default: xtreme-mini)")
+    check.add_argument("--tasks", default=None, metavar="T1,T2", help="comma-separated subset of the suite's tasks")
+    check.add_argument("--seed", type=int, default=0, metavar="SEED", help="subsampling seed (default 0, as runs use)")
 
 
 def run(args) -> int:

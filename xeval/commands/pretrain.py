@@ -10,18 +10,18 @@ HELP = "pre-train an encoder (MLM, TLM, XLM-E, InfoXLM, VECO 2.0, quickstart pre
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--config", required=True, help="preset name (mlm, xlm, xlm-e, xlm-e-no-trtd, infoxlm, "
+    parser.add_argument("--config", required=True, metavar="PRESET|FILE", help="preset name (mlm, xlm, xlm-e, xlm-e-no-trtd, infoxlm, "
                         "veco2, quickstart) or a YAML file")  # fmt: skip
-    parser.add_argument("--out", required=True, help="output directory: the checkpoint (config.json, "
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory: the checkpoint (config.json, "
                         "model.safetensors, tokenizer) plus state/ for --resume")  # fmt: skip
-    parser.add_argument("--size", help="micro | tiny | base, or a preset's own size such as quickstart (default: "
+    parser.add_argument("--size", metavar="SIZE", help="micro | tiny | base, or a preset's own size such as quickstart (default: "
                         "the preset's size)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="continue from the last state in --out")
-    parser.add_argument("--steps", type=int, help="total number of steps (overrides train.steps; 0 exports the "
+    parser.add_argument("--steps", type=int, metavar="N", help="total number of steps (overrides train.steps; 0 exports the "
                         "random initial weights)")  # fmt: skip
-    parser.add_argument("--max-seconds", type=float, help="stop on this wall-clock budget of the training loop, "
+    parser.add_argument("--max-seconds", type=float, metavar="S", help="stop on this wall-clock budget of the training loop, "
                         "the learning rate decaying over it (overrides train.max_seconds; not bit-reproducible)")  # fmt: skip
-    parser.add_argument("--data", help="the corpora's folder: the shared data root (default: $XEVAL_DATA or "
+    parser.add_argument("--data", metavar="DIR", help="the corpora's folder: the shared data root (default: $XEVAL_DATA or "
                         "../shared/data), or a synthetic world for data.layout synthetic (--config quickstart)")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value, e.g. --set train.lr=1e-3 (repeatable)")  # fmt: skip

@@ -3,6 +3,7 @@ report, in a few minutes on a CPU (see ``xeval.quickstart``)."""
 
 from __future__ import annotations
 
+from xeval.commands._args import option
 from xeval.errors import UserError
 
 NAME = "quickstart"
@@ -14,16 +15,17 @@ def _list(text: str) -> tuple[str, ...]:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", default="runs/quickstart", help="folder for everything (default: runs/quickstart)")
-    parser.add_argument("--minutes", type=float, default=5.0, help="time budget in minutes (default 5)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the world and of pre-training")
-    parser.add_argument("--overlap", default="0.5",
+    parser.add_argument("--out", default="runs/quickstart", metavar="DIR", help="folder for everything (default: runs/quickstart)")
+    parser.add_argument("--minutes", type=float, default=5.0, metavar="M", help="time budget in minutes (default 5)")
+    parser.add_argument("--seed", type=int, default=0, metavar="SEED", help="seed of the world and of pre-training")
+    parser.add_argument("--overlap", default="0.5", metavar="F[,F]",
                         help="vocabulary overlap of the derived languages with the base (0 = disjoint; a comma "
                              "list is cycled), passed to xeval synth")  # fmt: skip
-    parser.add_argument("--order", default="SVO,SOV,VSO",
+    parser.add_argument("--order", default="SVO,SOV,VSO", metavar="ORDER[,ORDER]",
                         help="word order per language (SVO|SOV|VSO), cycled, base first; passed to xeval synth")
-    parser.add_argument("--languages", type=int, default=4, help="number of languages, the base language included")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    option(parser, "--num-langs", old=("--languages",), type=int, default=4, metavar="N", dest="languages",
+           help="number of languages, the base language included")
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="torch CPU threads (default 1)")
 
 
 def run(args) -> int:

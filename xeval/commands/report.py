@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="folder for figures (<DIR>/<kind>.png|pdf); default: beside --out, else figures/")
     parser.add_argument("--split", help="report this split (default: test where present)")
-    parser.add_argument("--layer", default="best",
+    parser.add_argument("--layer", default="best", metavar="K|best",
                         help="probes: the hidden_states index shown in per-language tables (default: best)")
     parser.add_argument("--model", help="baseline: the model to take when the runs hold several")
     parser.add_argument("--title", default="xeval report", help="heading of a Markdown report")

@@ -20,32 +20,34 @@ _RECIPE_FLAGS = {
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", required=True, help="hub id, local Hugging Face folder or engine checkpoint")
-    parser.add_argument("--suite", required=True, help="suite name (xeval/cards/suites/<name>.yaml; xeval tasks lists them), e.g. xtreme, xtreme-mini")
-    parser.add_argument("--tasks", help="comma-separated tasks of the suite (default: all)")
-    parser.add_argument("--langs", help="comma-separated languages (default: each task's own)")
-    parser.add_argument("--seeds", default="1", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")
-    parser.add_argument("--data", help="data folder (XTREME download or ../shared/data layout), or 'hub'")
-    parser.add_argument("--out", default="runs", help="result store folder (default: runs)")
+    parser.add_argument("--model", required=True, metavar="MODEL", help="hub id, local Hugging Face folder or engine checkpoint")
+    parser.add_argument("--suite", required=True, metavar="NAME|FILE",
+                        help="suite name (xeval tasks lists them), e.g. xtreme, xtreme-mini, or a suite YAML file")
+    parser.add_argument("--tasks", metavar="T1,T2", help="comma-separated tasks of the suite (default: all)")
+    parser.add_argument("--langs", metavar="L1,L2", help="comma-separated languages (default: each task's own)")
+    parser.add_argument("--seeds", default="1", metavar="N|S1,S2", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")
+    parser.add_argument("--data", metavar="DIR|hub", help="data folder (XTREME download or ../shared/data layout), or 'hub'")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="result store folder (default: runs)")
     parser.add_argument("--export-predictions", metavar="DIR",
                         help="write XTREME's submission layout <DIR>/<task>/test-<lang>.tsv|json")
     parser.add_argument("--export-labels", metavar="DIR",
                         help="write the gold of exactly the evaluated examples in the same layout (for xeval score)")
     parser.add_argument("--overwrite", action="store_true", help="recompute units that are already stored")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, mps or auto (default)")
-    parser.add_argument("--layers", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
+    parser.add_argument("--device", default="auto", metavar="DEVICE", help="cpu, cuda, cuda:1, mps or auto (default)")
+    parser.add_argument("--layers", metavar="all|K,K", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
     parser.add_argument("--plot", metavar="STEM",
                         help="probes: write the layer-sweep figure STEM.png and STEM.pdf (score vs layer per probe)")
     parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
                         help="zero-shot (train on English) or translate-train (the card's translated training data)")
-    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     parser.add_argument("--control", choices=["random-init"],
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
                              "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
-    parser.add_argument("--control-seed", type=int, default=0, help="torch seed of the control's weights (default 0)")
+    parser.add_argument("--control-seed", type=int, default=0, metavar="SEED", help="torch seed of the control's weights (default 0)")
     group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
     for name, (kind, text) in _RECIPE_FLAGS.items():
-        group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text)
+        group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text,
+                           metavar="N" if kind is int else "X")
     group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="any other recipe field, e.g. --set warmup_ratio=0.1 (repeatable)")
 

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from xeval.commands._args import option
+
 NAME = "score"
 HELP = (
     "score predictions in XTREME's submission layout (<task>/test-<lang>.tsv|json) like XTREME's evaluate.py"
@@ -13,22 +15,17 @@ HELP = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--predictions", required=True, type=Path, help="folder with <task>/test-<lang>.tsv|json"
-    )
-    parser.add_argument("--labels", required=True, type=Path, help="gold labels in the same layout")
+    parser.add_argument("--predictions", required=True, type=Path, metavar="DIR",
+                        help="folder with <task>/test-<lang>.tsv|json")
+    parser.add_argument("--labels", required=True, type=Path, metavar="DIR", help="gold labels in the same layout")
     parser.add_argument(
         "--benchmark",
         choices=("xtreme", "xtreme-r"),
         default="xtreme",
         help="task and language lists and groups (default xtreme)",
     )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="write the scorer's JSON here ('-' prints it to stdout instead of the table)",
-    )
+    option(parser, "--out", old=("--output",), type=Path, default=None, metavar="FILE",
+           help="write the scorer's JSON here ('-' prints it to stdout instead of the table)")
     parser.add_argument(
         "--partial",
         action="store_true",
@@ -46,11 +43,11 @@ def run(args) -> int:
         print(f"xeval score: warning: {line}", file=sys.stderr)
     for task, langs in report.skipped.items():
         print(f"xeval score: note: {task}: no labels for {', '.join(langs)} (skipped)", file=sys.stderr)
-    if args.output is not None and str(args.output) == "-":
+    if args.out is not None and str(args.out) == "-":
         print(json.dumps(report.result, indent=2, ensure_ascii=False))
         return 0
     print(format_report(report))
-    if args.output is not None:
-        write_json(args.output, report.result)
-        print(f"wrote {args.output}")
+    if args.out is not None:
+        write_json(args.out, report.result)
+        print(f"wrote {args.out}")
     return 0

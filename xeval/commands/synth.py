@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import fields
 
+from xeval.commands._args import option
 from xeval.errors import UserError
 from xeval.synth import MANIFEST, Sizes, WorldConfig, generate_world
 
@@ -24,17 +25,18 @@ def _fractions(text: str) -> tuple[float, ...]:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", required=True, help="folder to write the world into (empty, new, or an earlier world)")
-    parser.add_argument("--languages", type=int, default=4, help="number of languages, the base language qaa included")
-    parser.add_argument("--overlap", default="0.5",
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the world into (empty, new, or an earlier world)")
+    option(parser, "--num-langs", old=("--languages",), type=int, default=4, metavar="N", dest="languages",
+           help="number of languages, the base language qaa included")
+    parser.add_argument("--overlap", default="0.5", metavar="F[,F]",
                         help="vocabulary overlap of each derived language with the base (fraction of lexemes; "
                              "0 = disjoint scripts); a comma list is cycled over the derived languages")
-    parser.add_argument("--order", default="SVO,SOV,VSO",
+    parser.add_argument("--order", default="SVO,SOV,VSO", metavar="ORDER[,ORDER]",
                         help="word order per language (SVO|SOV|VSO), cycled, base first; SOV uses postpositions")
-    parser.add_argument("--adj", default="before,after", help="adjective before|after the noun, cycled, base first")
-    parser.add_argument("--morph", default="plural,plural+case",
+    parser.add_argument("--adj", default="before,after", metavar="POS[,POS]", help="adjective before|after the noun, cycled, base first")
+    parser.add_argument("--morph", default="plural,plural+case", metavar="M[,M]",
                         help="suffixes per language (none|plural|case|plural+case), cycled, base first")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, metavar="SEED", help="seed of the world (default 0)")
     for f in fields(Sizes):
         parser.add_argument(f"--{f.name}", type=int, default=f.default, metavar="N",
                             help=f"size: {f.name} (default {f.default})")

@@ -63,7 +63,7 @@ class WorldConfig:
 
     def validate(self) -> WorldConfig:
         if not 1 <= self.languages <= len(SCRIPTS):
-            raise UserError(f"--languages must be between 1 and {len(SCRIPTS)} (one script each), got {self.languages}")
+            raise UserError(f"--num-langs must be between 1 and {len(SCRIPTS)} (one script each), got {self.languages}")
         for name, values, allowed in (("order", self.order, ORDERS), ("adj", self.adj, ADJ_PLACES),
                                       ("morph", self.morph, MORPHS)):
             bad = [v for v in values if v not in allowed]
