@@ -147,3 +147,35 @@ def test_tasks_verb_shows_one(capsys):
     assert load_card("udpos").hash in capsys.readouterr().out
     assert cli.main(["tasks", "nope"]) == 2
     assert "unknown task or suite 'nope'" in capsys.readouterr().err
+
+
+def test_xeval_tasks_adds_cards_to_the_built_in_ones(tmp_path, monkeypatch):
+    """$XEVAL_TASKS adds a folder of cards (issue 17): the built-in cards stay, a card of the same name wins."""
+    folder = tmp_path / "mine"
+    (folder / "suites").mkdir(parents=True)
+    card = (tasks_dir() / "pawsx.yaml").read_text(encoding="utf-8")
+    (folder / "pawsx2.yaml").write_text(card.replace("name: pawsx", "name: pawsx2"), encoding="utf-8")
+    (folder / "pawsx.yaml").write_text(card.replace("languages: [de, ", "languages: ["), encoding="utf-8")
+    (folder / "suites" / "mine.yaml").write_text("name: mine\ntasks:\n  - pawsx2\n  - udpos\n", encoding="utf-8")
+    builtin = set(list_cards())
+    monkeypatch.setenv("XEVAL_TASKS", str(folder))
+    assert set(list_cards()) == builtin | {"pawsx2"}
+    assert "xtreme" in list_suites() and "mine" in list_suites()
+    assert "de" not in load_card("pawsx").languages  # the user's card replaces the built-in one
+    assert [c.name for c in load_suite("mine").cards] == ["pawsx2", "udpos"]  # own and built-in cards mixed
+
+
+def test_suite_given_as_a_yaml_path(tmp_path, monkeypatch):
+    """--suite accepts a suite file; its cards are looked up beside it (and in the parent of a suites/ folder)."""
+    monkeypatch.delenv("XEVAL_TASKS", raising=False)
+    (tmp_path / "suites").mkdir()
+    card = (tasks_dir() / "pawsx.yaml").read_text(encoding="utf-8")
+    (tmp_path / "mycard.yaml").write_text(card.replace("name: pawsx", "name: mycard"), encoding="utf-8")
+    suite = tmp_path / "suites" / "small.yaml"
+    suite.write_text("name: small\ntasks:\n  - card: mycard\n    languages: [en, de]\n  - xnli\n", encoding="utf-8")
+    loaded = load_suite(str(suite))
+    assert loaded.name == "small" and loaded.path == str(suite)
+    assert [(c.name, c.languages) for c in loaded.cards][0] == ("mycard", ["en", "de"])
+    assert loaded.cards[1].name == "xnli"
+    with pytest.raises(ConfigError, match=r"--suite .*nothere\.yaml: no such suite file"):
+        load_suite(str(tmp_path / "nothere.yaml"))

@@ -1,4 +1,4 @@
-"""Task cards and suites: declarative YAML in ``<repo>/tasks`` (or ``$XEVAL_TASKS``), like MTEB's task metadata.
+"""Task cards and suites: declarative YAML in ``xeval/cards`` (plus the folders of ``$XEVAL_TASKS``), like MTEB's task metadata.
 
 A **card** (``xeval/cards/<name>.yaml``) says what a task is; it never holds code::
 
@@ -68,10 +68,29 @@ _ENTRY_KEYS = {"card", "languages", "eval_splits", "train", "subsample", "recipe
 
 
 def tasks_dir() -> Path:
-    """Where the cards live: ``$XEVAL_TASKS`` when set, else the package's own ``xeval/cards/`` (package data, so a
-    wheel install has them too)."""
-    env = os.environ.get("XEVAL_TASKS")
-    return Path(env) if env else Path(str(resources.files("xeval") / "cards"))
+    """The built-in cards: the package's own ``xeval/cards/`` (package data, so a wheel install has them too)."""
+    return Path(str(resources.files("xeval") / "cards"))
+
+
+def task_dirs(extra: list[Path] | None = None) -> list[Path]:
+    """Folders searched for cards (``<dir>/<name>.yaml``) and suites (``<dir>/suites/<name>.yaml``), first match
+    wins: ``extra`` (a suite file's own folders), each folder of ``$XEVAL_TASKS`` (several joined by
+    ``os.pathsep``), then the built-in cards. So ``XEVAL_TASKS`` adds cards to the built-in ones, and a card of the
+    same name replaces the built-in one."""
+    env = [Path(p) for p in os.environ.get("XEVAL_TASKS", "").split(os.pathsep) if p.strip()]
+    return list(dict.fromkeys([*(extra or []), *env, tasks_dir()]))
+
+
+def _find(filename: str, extra: list[Path] | None = None) -> Path | None:
+    for folder in task_dirs(extra):
+        if (folder / filename).is_file():
+            return folder / filename
+    return None
+
+
+def _is_suite_file(name: str) -> bool:
+    """``--suite`` names a YAML file (``my/suite.yaml``) rather than a suite of the task folders."""
+    return name.endswith((".yaml", ".yml")) or os.sep in name or (os.altsep or os.sep) in name
 
 
 @dataclass
@@ -181,16 +200,16 @@ def _read_yaml(path: Path) -> dict:
     return obj
 
 
-def _names(folder: Path) -> list[str]:
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+def _names(folders: list[Path]) -> list[str]:
+    return sorted({p.stem for folder in folders if folder.is_dir() for p in folder.glob("*.yaml")})
 
 
 def list_cards() -> list[str]:
-    return _names(tasks_dir())
+    return _names(task_dirs())
 
 
 def list_suites() -> list[str]:
-    return _names(tasks_dir() / "suites")
+    return _names([d / "suites" for d in task_dirs()])
 
 
 def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
@@ -250,12 +269,13 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
     )
 
 
-def load_card(name: str) -> Card:
-    """The card ``<tasks_dir>/<name>.yaml``."""
-    path = tasks_dir() / f"{name}.yaml"
-    if not path.is_file():
+def load_card(name: str, extra: list[Path] | None = None) -> Card:
+    """The card ``<dir>/<name>.yaml`` of the first folder of ``task_dirs(extra)`` that has one."""
+    path = _find(f"{name}.yaml", extra)
+    if path is None:
         known = ", ".join(list_cards()) or "none"
-        raise ConfigError(f"unknown task {name!r}: no {path}; known tasks: {known}")
+        raise ConfigError(f"unknown task {name!r}: no {name}.yaml in {', '.join(map(str, task_dirs(extra)))}; "
+                          f"known tasks: {known}")
     obj = _read_yaml(path)
     if obj.get("name") != name:
         raise ConfigError(f"{path}: expected 'name: {name}' (the file name), found {obj.get('name')!r}")
@@ -263,11 +283,22 @@ def load_card(name: str) -> Card:
 
 
 def load_suite(name: str) -> Suite:
-    """The suite ``<tasks_dir>/suites/<name>.yaml`` with its effective cards."""
-    path = tasks_dir() / "suites" / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(list_suites()) or "none"
-        raise ConfigError(f"unknown suite {name!r}: no {path}; known suites: {known}")
+    """The suite ``<dir>/suites/<name>.yaml`` (first of ``task_dirs()``), or the suite file ``name`` (a path
+    ending in .yaml), with its effective cards. A suite file's cards are looked up beside it and in its parent
+    folder (the ``<dir>/suites/`` layout) before the task folders."""
+    extra: list[Path] = []
+    if _is_suite_file(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--suite {name}: no such suite file")
+        extra = [path.parent, path.parent.parent] if path.parent.name == "suites" else [path.parent]
+        name = path.stem
+    else:
+        path = _find(f"suites/{name}.yaml")
+        if path is None:
+            known = ", ".join(list_suites()) or "none"
+            raise ConfigError(f"unknown suite {name!r}: no suites/{name}.yaml in "
+                              f"{', '.join(map(str, task_dirs()))}; known suites: {known}")
     obj = _read_yaml(path)
     unknown = sorted(set(obj) - _SUITE_KEYS)
     if unknown:
@@ -277,7 +308,7 @@ def load_suite(name: str) -> Suite:
     entries = obj.get("tasks")
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{path}: expected 'tasks:' with a list of entries like '- card: udpos'")
-    cards = [_effective(load_card(_entry_name(e, path)), e, name, path) for e in entries]
+    cards = [_effective(load_card(_entry_name(e, path), extra), e, name, path) for e in entries]
     notes = obj.get("notes") or []
     return Suite(name=name, cards=cards, layouts=list(obj.get("layouts") or []), description=obj.get("description", ""),
                  notes=[notes] if isinstance(notes, str) else list(notes), path=str(path))
@@ -349,7 +380,7 @@ def overview() -> str:
         train = f"{card.train['lang']}/{card.train['split']}" if card.train else "-"
         hub = card.hub["config"] if card.hub else "-"
         rows.append((name, card.type, str(len(card.languages)), card.metric, train, hub))
-    out = [f"task cards ({tasks_dir()}):", *("  " + r for r in _table(rows)), ""]
+    out = [f"task cards ({', '.join(map(str, task_dirs()))}):", *("  " + r for r in _table(rows)), ""]
     rows = [("suite", "tasks", "units", "layouts", "tasks (languages)")]
     for name in list_suites():
         suite = load_suite(name)
@@ -362,11 +393,11 @@ def overview() -> str:
 
 def describe(name: str) -> str:
     """One card (or suite) in full, with its hash."""
-    if (tasks_dir() / f"{name}.yaml").is_file():
+    if _find(f"{name}.yaml"):
         card = load_card(name)
         return "\n".join([f"# {card.path}", f"# hash {card.hash}", yaml.safe_dump(card.content(), sort_keys=False,
                                                                                allow_unicode=True, width=110)])
-    if (tasks_dir() / "suites" / f"{name}.yaml").is_file():
+    if _find(f"suites/{name}.yaml") or _is_suite_file(name):
         suite = load_suite(name)
         out = [f"# {suite.path}", f"# hash {suite.hash}", f"suite {suite.name}: {suite.description}".rstrip()]
         for card in suite.cards:
