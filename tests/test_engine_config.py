@@ -65,3 +65,13 @@ def test_numbers_written_without_a_dot_are_numbers():
     assert cfg.train.lr == 0.002 and isinstance(cfg.train.lr, float)
     with pytest.raises(ConfigError, match="train.lr must be a number"):
         load_config("mlm", "micro", ["train.lr=fast"])
+
+
+def test_null_or_zero_weight_removes_an_objective():
+    assert set(load_config("xlm", "micro").objectives) == {"mlm", "tlm"}
+    assert set(load_config("xlm", "micro", ["objectives.tlm=null"]).objectives) == {"mlm"}  # was: tlm, weight 1
+    assert set(load_config("xlm", "micro", ["objectives.tlm.weight=0"]).objectives) == {"mlm"}
+    assert set(load_config("veco2", "micro", ["objectives.tokcl=~", "objectives.seqcl.weight=0.0"]).objectives) == {
+        "mlm", "tlm"}  # fmt: skip
+    with pytest.raises(ConfigError, match="objectives.tlm must be a mapping"):
+        load_config("xlm", "micro", ["objectives.tlm=yes"])

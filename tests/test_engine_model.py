@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -145,3 +147,46 @@ def test_exact_export_to_stock_bert(tmp_path):
         assert torch.allclose(a[mask.bool()], b[mask.bool()], atol=1e-5)
     with pytest.raises(UserError):
         to_bert(XevalModel(tiny_config(relative_attention="gated")))
+
+
+def test_import_xeval_alone_registers_the_model_with_automodel_lazily(tmp_path):
+    import subprocess
+    import sys
+
+    torch.manual_seed(0)
+    XevalModel(tiny_config()).save_pretrained(tmp_path / "ckpt")
+    code = ("import sys, xeval; assert 'torch' not in sys.modules, 'import xeval pulled torch in'\n"
+            "from transformers import AutoModel\n"
+            f"m = AutoModel.from_pretrained({str(tmp_path / 'ckpt')!r}); print(type(m).__name__)")  # fmt: skip
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "XevalModel", proc.stderr[-2000:]
+
+
+def test_export_verb_writes_a_stock_bert_with_the_same_hidden_states(tmp_path, capsys):
+    from transformers import AutoModel, BertModel
+
+    from xeval.cli import main
+
+    torch.manual_seed(0)
+    model = XevalModel(tiny_config(hidden_act="gelu_new")).eval()
+    model.save_pretrained(tmp_path / "ckpt")
+    assert main(["export", "--to", "bert", str(tmp_path / "ckpt"), str(tmp_path / "bert")]) == 0
+    bert = AutoModel.from_pretrained(tmp_path / "bert", output_hidden_states=True).eval()
+    assert type(bert) is BertModel
+    ids = torch.randint(4, 100, (3, 11))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    with torch.no_grad():
+        ours = model(ids, mask, output_hidden_states=True).hidden_states
+        theirs = bert(input_ids=ids, attention_mask=mask).hidden_states
+    assert len(ours) == len(theirs) == 3
+    for a, b in zip(ours, theirs):
+        assert torch.allclose(a[mask.bool()], b[mask.bool()], atol=1e-5)
+    # an architecture BERT cannot reproduce: one line naming the option, nothing written
+    XevalModel(tiny_config(pre_norm=True)).save_pretrained(tmp_path / "preln")
+    capsys.readouterr()
+    assert main(["export", "--to", "bert", str(tmp_path / "preln"), str(tmp_path / "bert2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pre_norm: true (BERT is post-LN)" in err[0], err
+    assert not (tmp_path / "bert2").exists() and not (tmp_path / "bert2.partial").exists()

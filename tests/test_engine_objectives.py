@@ -10,7 +10,7 @@ from xeval.engine.model import XevalConfig, XevalModel
 from xeval.engine.objectives import PretrainModel, StepContext
 from xeval.engine.objectives.base import TokenInfo, mask_tokens
 from xeval.engine.objectives.contrast import find_links, units
-from xeval.engine.objectives.electra import gumbel_sample, rtd_labels
+from xeval.engine.objectives.electra import rtd_labels, sample_softmax
 from xeval.engine.objectives.xlco import XLCO, KeyQueue
 
 TOKENS = TokenInfo(vocab_size=1000, pad=1, bos=0, eos=2, unk=3, mask=999, first_normal=4)
@@ -57,11 +57,14 @@ def test_rtd_labels_mark_only_changed_tokens_never_padding():
     assert rtd_labels(original, corrupted, attention)[0, 5] == -1
 
 
-def test_gumbel_max_samples_softmax_of_logits():
-    logits = torch.tensor([[0.0, 1.0, 2.0]]).expand(60000, 3)
-    s = gumbel_sample(logits, torch.Generator().manual_seed(0))
-    freq = torch.bincount(s, minlength=3).float() / len(s)
-    assert torch.allclose(freq, torch.softmax(logits[0], -1), atol=0.01)
+def test_inverse_cdf_sampling_samples_softmax_of_logits():
+    logits = torch.tensor([[0.0, 1.0, 2.0, -1e4]]).expand(60000, 4)  # the last token has probability ~0
+    s = sample_softmax(logits, torch.rand(60000, generator=torch.Generator().manual_seed(0)))
+    freq = torch.bincount(s, minlength=4).float() / len(s)
+    assert torch.allclose(freq, torch.softmax(logits[0], -1), atol=0.01) and freq[3] == 0
+    # hand-computed: softmax([0, ln 3]) = [0.25, 0.75]; u = 0 and 0.2499 -> 0, u = 0.25 and 0.99 -> 1
+    two = torch.tensor([[0.0, float(torch.log(torch.tensor(3.0)))]]).expand(4, 2)
+    assert sample_softmax(two, torch.tensor([0.0, 0.2499, 0.2501, 0.99])).tolist() == [0, 0, 1, 1]
 
 
 def test_trtd_forward_labels_follow_sampled_tokens():
@@ -166,3 +169,22 @@ def test_generator_shares_embeddings_and_is_not_exported():
 
 def test_encoder_is_plain_xeval_model():
     assert type(PretrainModel(micro_config(), {"mlm": {}}, TOKENS).encoder) is XevalModel
+
+
+def test_contrast_layer_deeper_than_the_model_is_an_error_and_fractions_scale():
+    import pytest
+
+    from xeval.errors import ConfigError
+
+    cfg = micro_config()  # 3 layers
+    for name in ("xlco", "seqcl", "tokcl"):
+        with pytest.raises(ConfigError, match=f"objectives.{name}.layer: layer 12 does not exist in a model of 3"):
+            PretrainModel(cfg, {name: {"layer": 12}}, TOKENS)
+        with pytest.raises(ConfigError, match="fraction"):
+            PretrainModel(cfg, {name: {"layer": "two"}}, TOKENS)
+    assert PretrainModel(cfg, {"xlco": {"layer": "2/3"}}, TOKENS).objectives["xlco"].layer == 2
+    assert PretrainModel(cfg, {"xlco": {}}, TOKENS).objectives["xlco"].layer == 2  # default 2/3 of the depth
+    assert PretrainModel(cfg, {"seqcl": {"layer": "1/3"}}, TOKENS).objectives["seqcl"].layer == 1
+    assert PretrainModel(cfg, {"tokcl": {"layer": 3}}, TOKENS).objectives["tokcl"].layer == 3
+    deep = XevalConfig(vocab_size=1000, hidden_size=16, num_hidden_layers=12, num_attention_heads=2, intermediate_size=32)
+    assert PretrainModel(deep, {"xlco": {"layer": "2/3"}}, TOKENS).objectives["xlco"].layer == 8  # InfoXLM's 8 of 12

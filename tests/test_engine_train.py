@@ -91,6 +91,19 @@ def test_resume_is_bit_exact(tmp_path, fake_root, tokenizer_dir):
     assert losses(full)[3:] == losses(part)[3:]
 
 
+def test_removed_objective_is_neither_trained_nor_recorded(tmp_path, fake_root, tokenizer_dir):
+    from xeval.engine.train import pretrain
+
+    cfg = micro_config(fake_root, {"mlm": {}, "tlm": {"weight": 0}, "seqcl": None}, tokenizer_dir, steps=2)
+    pretrain(cfg, tmp_path, echo=lambda text: None)
+    first = (tmp_path / "train.log").read_text().splitlines()[0]
+    assert first == "pretrain test size micro: objectives mlm (weight 1)", first
+    assert list(json.loads((tmp_path / "xeval_pretrain.json").read_text())["config"]["objectives"]) == ["mlm"]
+    state = json.loads((tmp_path / "state" / "step-0000002" / "state.json").read_text())
+    assert list(state["config"]["objectives"]) == ["mlm"]
+    assert "tlm" not in json.loads((tmp_path / "log.jsonl").read_text().splitlines()[-1])
+
+
 def test_existing_run_needs_resume(tmp_path, fake_root, tokenizer_dir):
     from xeval.engine.train import pretrain
     from xeval.errors import UserError
@@ -103,7 +116,8 @@ def test_existing_run_needs_resume(tmp_path, fake_root, tokenizer_dir):
 
 @pytest.mark.slow
 def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer_dir):
-    objectives = {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 8}}  # XLCO: keys gathered from both ranks
+    # XLCO: keys gathered from both ranks; seqcl: negatives gathered; tokcl: links counted over both ranks
+    objectives = {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 8}, "seqcl": {}, "tokcl": {}}
     cfg = micro_config(fake_root, objectives, tokenizer_dir, steps=5).to_dict()
     cfg["model"]["hidden_dropout_prob"] = 0.0  # dropout streams differ per rank; masking is global and identical
     config = tmp_path / "ddp.yaml"
@@ -124,6 +138,9 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
     assert len(one) == len(two) == 5
     assert losses(runs[2], "xlco")[-1] > 0  # the queue filled (with both ranks' keys) and the contrast ran
     assert one == pytest.approx(two, rel=1e-4, abs=1e-5)
+    for key in ("seqcl", "tokcl", "tokcl_acc", "tokcl_links"):  # tokcl_links is a count: summed, not averaged
+        assert losses(runs[1], key) == pytest.approx(losses(runs[2], key), rel=1e-4, abs=1e-5), key
+    assert min(losses(runs[1], "tokcl_links")) > 0
     w1 = load_file(str(runs[1] / "model.safetensors"))
     w2 = load_file(str(runs[2] / "model.safetensors"))
     assert all(torch.allclose(w1[k], w2[k], atol=1e-5) for k in w1)

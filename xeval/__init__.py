@@ -6,3 +6,7 @@ Verbs live in ``xeval/commands/`` (one module each), the data layer in ``xeval/d
 """
 
 __version__ = "0.1.0"
+
+from xeval import _autoregister
+
+_autoregister.install()  # AutoModel knows engine checkpoints once transformers is imported (torch-free until then)

@@ -99,8 +99,28 @@ class PretrainConfig:
             tokenizer=_build(TokenizerConfig, d.get("tokenizer") or {}, source, "tokenizer"),
             data=_build(DataConfig, d.get("data") or {}, source, "data"),
             train=_build(TrainConfig, d.get("train") or {}, source, "train"),
-            objectives=dict(d.get("objectives") or {}),
+            objectives=trained_objectives(d.get("objectives") or {}, source),
         )
+
+
+def trained_objectives(objectives: dict, source: str = "config") -> dict:
+    """The objectives a run trains: ``null`` (``--set objectives.tlm=null``) or ``weight: 0`` removes one, so an
+    ablation "without X" never trains X. Each value is a mapping of that objective's options."""
+    if not isinstance(objectives, dict):
+        raise ConfigError(f"{source}: objectives must be a mapping of name -> options, got {objectives!r}")
+    out = {}
+    for name, opts in objectives.items():
+        if opts is None:
+            continue
+        if not isinstance(opts, dict):
+            raise ConfigError(f"{source}: objectives.{name} must be a mapping of options or null, got {opts!r}")
+        try:
+            weight = float(opts.get("weight", 1.0))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{source}: objectives.{name}.weight must be a number, got {opts['weight']!r}") from None
+        if weight != 0.0:
+            out[name] = dict(opts)
+    return out
 
 
 def _build(cls, values: dict, source: str, section: str):

@@ -12,12 +12,30 @@ from xeval.engine.model import XevalModel
 from xeval.errors import UserError
 
 
+def bert_blockers(c) -> list[str]:
+    """The options of an engine config that a stock BertModel cannot reproduce (empty: the export is exact)."""
+    out = []
+    if c.relative_attention != "none":
+        out.append(f"relative_attention: {c.relative_attention} (BERT has no relative position bias"
+                   + (", let alone XLM-E's gated one)" if c.relative_attention == "gated" else ")"))
+    if c.pre_norm:
+        out.append("pre_norm: true (BERT is post-LN)")
+    if not c.bias:
+        out.append("bias: false (BERT's Linear and LayerNorm layers have biases)")
+    if c.position_embedding != "absolute":
+        out.append(f"position_embedding: {c.position_embedding} (BERT adds learned absolute positions)")
+    if c.hidden_act not in ("gelu", "relu", "gelu_new"):
+        out.append(f"hidden_act: {c.hidden_act}")
+    return out
+
+
 def to_bert(model: XevalModel):
     from transformers import BertConfig, BertModel
 
     c = model.config
-    if c.pre_norm or not c.bias or c.position_embedding != "absolute" or c.relative_attention != "none":
-        raise UserError("only post-LN encoders with biases, absolute positions and no relative bias map to BertModel")
+    blockers = bert_blockers(c)
+    if blockers:
+        raise UserError(f"cannot export to a stock BertModel exactly: {'; '.join(blockers)}")
     cfg = BertConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
                      num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size,
                      hidden_act=c.hidden_act, hidden_dropout_prob=c.hidden_dropout_prob,
@@ -58,13 +76,35 @@ def to_bert(model: XevalModel):
 
 
 def export_bert(checkpoint: str | Path, out: str | Path) -> Path:
-    """Write ``out`` = a BertModel checkpoint (safetensors) + the engine checkpoint's tokenizer files."""
+    """Write ``out`` = a BertModel checkpoint (safetensors) + the engine checkpoint's tokenizer files. Written into a
+    temporary sibling folder and renamed, so a failed export leaves nothing behind."""
+    import json
+    import os
     import shutil
 
     src, out = Path(checkpoint), Path(out)
+    try:
+        model_type = json.loads((src / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError):
+        raise UserError(f"{src}: expected an engine checkpoint (config.json + model.safetensors)") from None
+    if model_type != "xeval":
+        raise UserError(f"{src}/config.json: model_type {model_type!r}; expected an engine checkpoint ('xeval')")
+    if out.exists():
+        raise UserError(f"{out}: exists already; choose a new output folder")
+    from transformers.utils import logging as hf_logging
+
+    from xeval.engine.model import XevalConfig
+
+    blockers = bert_blockers(XevalConfig.from_pretrained(src))  # before any weight is read
+    if blockers:
+        raise UserError(f"{src}: cannot export to a stock BertModel exactly: {'; '.join(blockers)}")
+    hf_logging.disable_progress_bar()
     bert = to_bert(XevalModel.from_pretrained(src)).eval()
-    bert.save_pretrained(out, safe_serialization=True)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    bert.save_pretrained(tmp, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if (src / name).is_file():
-            shutil.copy(src / name, out / name)
+            shutil.copy(src / name, tmp / name)
+    os.replace(tmp, out)
     return out

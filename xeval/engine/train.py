@@ -260,13 +260,16 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         elapsed0 = float(state_json.get("elapsed_s", 0.0))
     out.mkdir(parents=True, exist_ok=True)
     log = Logger(out, rank, echo)
+    # first line: what is trained (after null / weight-0 removals), so an ablation's log shows what it left out
+    log.line(f"pretrain {cfg.name} size {cfg.size}: objectives "
+             + ", ".join(f"{n} (weight {float(o.get('weight', 1.0)):g})" for n, o in cfg.objectives.items()))
     root = data_root(dc)
     t0 = time.time()
     needs = _streams_needed(cfg)
     corpora = load_corpora(root, dc.parallel, dc.monolingual, dc.languages, CleanConfig(**dc.clean),
                            max_lines=dc.max_lines, seed=tc.seed, pairs_as_mono=dc.pairs_as_mono,
                            layout=dc.layout)  # fmt: skip
-    log.line(f"pretrain {cfg.name} size {cfg.size}: {world} process(es) on {device}; data {root} "
+    log.line(f"{world} process(es) on {device}; data {root} "
              f"({len(corpora.mono)} monolingual languages, {len(corpora.pairs)} pair keys, {time.time() - t0:.0f}s)")  # fmt: skip
     for line in corpora.log_lines():
         log.line(line)
@@ -407,11 +410,11 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             dt = time.perf_counter() - window["t"]
             peak = max(peak, measure_peak(device, amp_dtype, reps=1))  # best rate seen: the CPU may be shared
             avg = {k: v / window["steps"] for k, v in window["stats"].items()}
-            if world > 1:  # each rank's loss is its share of the global mean: average over ranks
+            if world > 1:  # each rank's loss is its share of the global mean: average over ranks; counts: sum
                 keys = sorted(avg)
                 vec = torch.tensor([avg[k] for k in keys], dtype=torch.float64, device=device)
                 dist.all_reduce(vec)
-                avg = {k: float(v) / world for k, v in zip(keys, vec.tolist())}
+                avg = {k: float(v) / (1 if k in model.summed_stats else world) for k, v in zip(keys, vec.tolist())}
                 if "grad_norm" in window["stats"]:
                     avg["grad_norm"] = window["stats"]["grad_norm"] / window["steps"]  # identical on every rank
             tok_s = window["tokens"] / dt

@@ -43,6 +43,7 @@ class PretrainModel(nn.Module):
                 obj = cls(cfg or {}, tokens)
             obj.build_heads(self)
             self.objectives[name] = obj
+        self.summed_stats = {k for obj in self.objectives.values() for k in obj.summed_stats}
 
     def prepare(self, batches: dict, gen_for) -> dict:
         """CPU, global batch: inputs per objective. ``batches``: {"mono": ..., "pairs": ...};

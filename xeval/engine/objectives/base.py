@@ -13,9 +13,13 @@ An objective is a small ``nn.Module`` with two methods:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
+
+from xeval.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -47,15 +51,10 @@ class StepContext:
     device: torch.device = torch.device("cpu")
     cache: dict = field(default_factory=dict)  # forward passes shared by objectives within this step
 
-    def generator(self, salt: int) -> torch.Generator:
-        """A generator for this step, rank and purpose (e.g. Gumbel noise): deterministic, nothing to save."""
-        g = torch.Generator(device=self.device)
-        g.manual_seed((self.seed * 1_000_003 + self.step * 7919 + self.rank * 104_729 + salt) % (2**63))
-        return g
-
 
 class Objective(nn.Module):
     data = "mono"  # which stream feeds it: "mono" (packed monolingual rows) or "pairs" (translation pairs)
+    summed_stats: tuple[str, ...] = ()  # stats that are counts: summed over ranks in the log, not averaged
 
     def __init__(self, cfg: dict, tokens: TokenInfo):
         super().__init__()
@@ -70,6 +69,50 @@ class Objective(nn.Module):
 
     def forward(self, inputs: dict, owner, ctx: StepContext):
         raise NotImplementedError
+
+
+def resolve_layer(value, depth: int, where: str) -> int:
+    """A contrast layer: an int k in 1..depth (output of layer k), or a depth fraction such as ``2/3`` (YAML reads
+    it as the string "2/3"; rounded, at least 1) so that one preset scales over sizes. Deeper than the model, or
+    not a layer at all, is a ConfigError: silently using the last layer would make an ablation lie."""
+    if isinstance(value, str) and "/" in value:
+        try:
+            frac = Fraction(value.replace(" ", ""))
+        except (ValueError, ZeroDivisionError):
+            raise ConfigError(f"{where}: expected a layer number or a fraction of the depth like 2/3, got {value!r}") from None
+        if not 0 < frac <= 1:
+            raise ConfigError(f"{where}: the depth fraction {value} must lie in (0, 1]")
+        return max(1, round(frac * depth))
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        raise ConfigError(f"{where}: expected a layer number or a fraction of the depth like 2/3, got {value!r}")
+    layer = int(value)
+    if not 1 <= layer <= depth:
+        raise ConfigError(f"{where}: layer {layer} does not exist in a model of {depth} layers (use 1..{depth} or a "
+                          f"fraction of the depth like 2/3)")  # fmt: skip
+    return layer
+
+
+def _distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def gather(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` from every rank in rank order, without gradients (identity in a single process)."""
+    if not _distributed():
+        return x
+    parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat(parts)
+
+
+def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """``gather`` through which gradients flow back to the rank that owns each row (the backward sums every rank's
+    gradient of its slice), so in-batch negatives span the global batch as in one process."""
+    if not _distributed():
+        return x
+    from torch.distributed.nn.functional import all_gather
+
+    return torch.cat(all_gather(x.contiguous()))
 
 
 def mask_tokens(ids: torch.Tensor, tokens: TokenInfo, prob: float, gen: torch.Generator,

@@ -18,7 +18,14 @@ import unicodedata
 import torch
 import torch.nn.functional as F
 
-from xeval.engine.objectives.base import Objective, StepContext, pool, single_side
+from xeval.engine.objectives.base import (
+    Objective,
+    StepContext,
+    gather_with_grad,
+    pool,
+    resolve_layer,
+    single_side,
+)
 
 SPACE = "\u2581"
 NO_SPACE_LANGS = {"zh", "ja", "th"}
@@ -94,7 +101,8 @@ class SequenceContrast(Objective):
 
     def __init__(self, cfg: dict, tokens, encoder):
         super().__init__(cfg, tokens)
-        self.layer = int(cfg.get("layer", encoder.config.num_hidden_layers))
+        depth = encoder.config.num_hidden_layers
+        self.layer = resolve_layer(cfg.get("layer", depth), depth, "objectives.seqcl.layer")
         self.temperature = float(cfg.get("temperature", 0.05))
         self.pooling = cfg.get("pooling", "mean")
 
@@ -107,11 +115,16 @@ class SequenceContrast(Objective):
         hs, ids_s, ht, ids_t = encode_pairs(inputs, owner, ctx, self.layer)
         pad_id = owner.encoder.config.pad_token_id
         ms, mt = (ids_s != pad_id).long(), (ids_t != pad_id).long()
-        q = F.normalize(pool(hs, ms, self.pooling).float(), dim=-1)  # (B, C)
+        q = F.normalize(pool(hs, ms, self.pooling).float(), dim=-1)  # (b, C): this rank's rows
         k = F.normalize(pool(ht, mt, self.pooling).float(), dim=-1)
-        logits = q @ k.T / self.temperature  # (B, B): diagonal = translations
-        target = torch.arange(len(q), device=q.device)
-        loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+        # negatives = every pair of the *global* batch, as in one process (gathered with gradients)
+        q_all, k_all = gather_with_grad(q), gather_with_grad(k)  # (B, C), rank order = global row order
+        target = ctx.rank * len(q) + torch.arange(len(q), device=q.device)  # this rank's rows in the global batch
+        logits = q @ k_all.T / self.temperature  # (b, B): source -> every target
+        logits_t = k @ q_all.T / self.temperature  # (b, B): target -> every source
+        # mean over the global batch, times world: DDP's gradient averaging then gives the 1-process gradient
+        loss_sum = F.cross_entropy(logits, target, reduction="sum") + F.cross_entropy(logits_t, target, reduction="sum")
+        loss = loss_sum / 2 * ctx.world / len(q_all)
         acc = (logits.argmax(-1) == target).float().mean()
         return loss, {"seqcl": loss.detach(), "seqcl_acc": acc.detach(), "tokens": int(ms.sum() + mt.sum())}
 
@@ -119,10 +132,12 @@ class SequenceContrast(Objective):
 class TokenContrast(Objective):
     data = "pairs"
     name = "tokcl"
+    summed_stats = ("tokcl_links",)
 
     def __init__(self, cfg: dict, tokens, encoder, pieces: list[str], dictionaries: dict[str, dict[str, set[str]]]):
         super().__init__(cfg, tokens)
-        self.layer = int(cfg.get("layer", encoder.config.num_hidden_layers))
+        depth = encoder.config.num_hidden_layers
+        self.layer = resolve_layer(cfg.get("layer", depth), depth, "objectives.tokcl.layer")
         self.temperature = float(cfg.get("temperature", 0.1))
         self.max_links = int(cfg.get("max_links", 16))
         self.pieces, self.dictionaries = pieces, dictionaries  # dictionaries["en-de"]: en word -> {de words}
@@ -159,7 +174,7 @@ class TokenContrast(Objective):
         b_idx, k_idx = (links[..., 0] >= 0).nonzero(as_tuple=True)
         if len(b_idx) == 0:
             zero = hs.sum() * 0.0
-            return zero, {"tokcl": zero.detach(), "tokcl_links": 0.0}
+            return zero, {"tokcl": zero.detach(), "tokcl_acc": zero.detach(), "tokcl_links": 0.0}  # same keys
         i, j = links[b_idx, k_idx, 0], links[b_idx, k_idx, 1]  # (N,)
         hs_n, ht_n = F.normalize(hs.float(), dim=-1), F.normalize(ht.float(), dim=-1)
         special_s, special_t = self.tokens.special_mask(ids_s), self.tokens.special_mask(ids_t)  # (B, T) incl. pad
@@ -170,7 +185,8 @@ class TokenContrast(Objective):
         logit_ts = logit_ts.masked_fill(special_s[b_idx], float("-inf"))
         loss_sum = F.cross_entropy(logit_st, j, reduction="sum") + F.cross_entropy(logit_ts, i, reduction="sum")
         loss = loss_sum / 2 * ctx.world / inputs["n_total"].clamp(min=1)
-        acc = (logit_st.argmax(-1) == j).float().mean()
+        # accuracy over the global links: this rank's hits * world / global links averages to it over ranks
+        acc = (logit_st.argmax(-1) == j).float().sum() * ctx.world / inputs["n_total"].clamp(min=1)
         return loss, {"tokcl": loss.detach(), "tokcl_acc": acc.detach(), "tokcl_links": float(len(b_idx))}
 
 

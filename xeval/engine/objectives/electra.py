@@ -1,19 +1,24 @@
 """XLM-E's ELECTRA-style objectives: MRTD (multilingual replaced token detection, on monolingual rows) and TRTD
 (translation replaced token detection, on concatenated translation pairs).
 
-A small generator (an ``XevalModel`` with fewer layers, sharing the discriminator's token embeddings) fills the
-masked positions by sampling from its logits with the Gumbel-max trick (argmax of logits + Gumbel noise: an exact
-sample of softmax(logits), taken on the logits, not on probabilities); the discriminator (the encoder that is kept)
-labels every non-padding token "replaced" or "original". A position is "replaced" only where the sampled token
-differs from the original (a generator that guesses right produces an "original" label), never on padding.
-Loss = generator MLM + ``disc_weight`` (50) x discriminator binary cross-entropy; the sampling is not
-differentiated, so the discriminator loss does not reach the generator except through the shared embeddings.
+A small generator (an ``XevalModel`` with fewer layers that shares the discriminator's embedding layer: token and
+position embeddings and the embedding LayerNorm, as ELECTRA shares its embeddings) fills the masked positions by
+sampling from its softmax; the discriminator (the encoder that is kept) labels every non-padding token "replaced"
+or "original". A position is "replaced" only where the sampled token differs from the original (a generator that
+guesses right produces an "original" label), never on padding. The generator's input follows ELECTRA
+(``pretrain_helpers.mask``): of the chosen 15 %, 85 % become <mask> and 15 % stay unchanged, no random tokens
+(``mask_frac`` / ``random_frac`` change it). Loss = generator MLM + ``disc_weight`` (50) x discriminator binary
+cross-entropy; the sampling is not differentiated, so the discriminator loss does not reach the generator except
+through the shared embeddings.
+
+Sampling is inverse-CDF with one uniform number per position drawn in ``prepare`` from the step's seeded
+generator over the *global* batch: the same tokens are sampled whatever the number of processes (an exact sample
+of softmax(logits), like ELECTRA's Gumbel-max).
 """
 
 from __future__ import annotations
 
 import copy
-import zlib
 
 import torch
 import torch.nn as nn
@@ -35,11 +40,12 @@ class RTDHead(nn.Module):
         return self.out(F.gelu(self.dense(h))).squeeze(-1)
 
 
-def gumbel_sample(logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-    """argmax(logits + G), G ~ Gumbel(0, 1): a sample of softmax(logits). (N, V) -> (N,)"""
-    u = torch.rand(logits.shape, generator=gen, device=logits.device, dtype=torch.float32)
-    gumbel = -torch.log(-torch.log(u.clamp(min=1e-20, max=1 - 1e-7)))
-    return (logits.float() + gumbel).argmax(-1)
+def sample_softmax(logits: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """The token i with cdf[i-1] <= u * total < cdf[i] of softmax(logits): an exact sample when u ~ U[0, 1).
+    (N, V), (N,) -> (N,)"""
+    cdf = torch.softmax(logits.float(), dim=-1).cumsum(-1)  # (N, V)
+    value = (u.to(cdf.dtype) * cdf[:, -1]).unsqueeze(-1).contiguous()  # (N, 1)
+    return torch.searchsorted(cdf, value, right=True).squeeze(-1).clamp(max=logits.shape[-1] - 1)
 
 
 def rtd_labels(original: torch.Tensor, corrupted: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
@@ -59,7 +65,7 @@ class MRTD(Objective):
             gen_cfg.num_hidden_layers = int(self.cfg.get("generator_layers", max(1, enc_cfg.num_hidden_layers // 3)))
             gen_cfg.intermediate_size = int(self.cfg.get("generator_ffn", enc_cfg.intermediate_size))
             generator = XevalModel(gen_cfg)
-            generator.embeddings.tokens = owner.encoder.embeddings.tokens  # shared token embeddings
+            generator.embeddings = owner.encoder.embeddings  # shared: tokens, positions, embedding LayerNorm
             owner.heads["generator"] = generator
             owner.heads["generator_mlm"] = MLMHead(gen_cfg, owner.encoder.embeddings.tokens)
             owner.heads["rtd"] = RTDHead(enc_cfg.hidden_size)
@@ -69,9 +75,12 @@ class MRTD(Objective):
 
     def prepare(self, batch, gen: torch.Generator) -> dict:
         ids, attention = self.inputs_of(batch)
-        masked, labels = mask_tokens(ids, self.tokens, float(self.cfg.get("mask_prob", 0.15)), gen)
+        masked, labels = mask_tokens(ids, self.tokens, float(self.cfg.get("mask_prob", 0.15)), gen,
+                                     mask_frac=float(self.cfg.get("mask_frac", 0.85)),
+                                     random_frac=float(self.cfg.get("random_frac", 0.0)))  # fmt: skip
+        uniform = torch.rand(ids.shape, generator=gen)  # (B, T): the sampling's randomness, global like the masking
         return {"original": ids, "input_ids": masked, "attention_mask": attention, "labels": labels,
-                "n_total": (labels != -100).sum(), "n_tokens": attention.sum()}  # fmt: skip
+                "uniform": uniform, "n_total": (labels != -100).sum(), "n_tokens": attention.sum()}  # fmt: skip
 
     def forward(self, inputs: dict, owner, ctx: StepContext):
         ids, attention, labels = inputs["original"], inputs["attention_mask"], inputs["labels"]
@@ -81,7 +90,7 @@ class MRTD(Objective):
         gen_loss = F.cross_entropy(g_logits.float(), labels[sel], reduction="sum") * ctx.world
         gen_loss = gen_loss / inputs["n_total"].clamp(min=1)
         with torch.no_grad():
-            sampled = gumbel_sample(g_logits.detach(), ctx.generator(salt=zlib.crc32(self.name.encode()) % 10_000))
+            sampled = sample_softmax(g_logits.detach(), inputs["uniform"][sel])
             corrupted = inputs["input_ids"].clone()
             corrupted[sel] = sampled
             # unmasked positions keep the original token (the 10 % "random"/"keep" cases of masking included)

@@ -33,7 +33,8 @@ class MLM(Objective):
         logits = owner.heads["mlm"](h[sel])  # (N, V): only the masked positions are projected
         target = inputs["labels"][sel]
         loss = F.cross_entropy(logits.float(), target, reduction="sum") * ctx.world / inputs["n_total"].clamp(min=1)
-        acc = (logits.argmax(-1) == target).float().mean() if len(target) else logits.new_zeros(())
+        # accuracy over the global masked tokens (averaging the ranks' values gives it, as for the loss)
+        acc = (logits.argmax(-1) == target).float().sum() * ctx.world / inputs["n_total"].clamp(min=1)
         tokens = int(inputs["attention_mask"].sum())
         return loss, {self.name: loss.detach(), f"{self.name}_acc": acc.detach(), "tokens": tokens}
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import copy
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
-from xeval.engine.objectives.base import Objective, StepContext, pool, single_side
+from xeval.engine.objectives.base import Objective, StepContext, gather, pool, resolve_layer, single_side
 
 
 class KeyQueue(torch.nn.Module):
@@ -51,7 +50,7 @@ class XLCO(Objective):
     def __init__(self, cfg: dict, tokens, encoder):
         super().__init__(cfg, tokens)
         depth = encoder.config.num_hidden_layers
-        self.layer = int(cfg.get("layer", max(1, round(2 * depth / 3))))
+        self.layer = resolve_layer(cfg.get("layer", "2/3"), depth, "objectives.xlco.layer")
         self.temperature = float(cfg.get("temperature", 0.05))
         self.momentum = float(cfg.get("momentum", 0.999))
         self.pooling = cfg.get("pooling", "cls")
@@ -94,11 +93,3 @@ class XLCO(Objective):
         self.queue.push(gather(k))
         return loss, {"xlco": loss.detach(), "xlco_acc": acc, "xlco_queue": float(self.queue.filled), "tokens": tokens}
 
-
-def gather(x: torch.Tensor) -> torch.Tensor:
-    """Concatenate ``x`` from every rank in rank order (identity in a single process)."""
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return x
-    parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, x.contiguous())
-    return torch.cat(parts)

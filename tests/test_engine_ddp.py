@@ -1,0 +1,41 @@
+"""Every objective gives the same losses and gradients with 1 and 2 processes (gloo, DDP as the trainer wraps it):
+the per-rank slices, the global normalisations, the gathered negatives (seqcl, with gradients; XLCO's queue) and the
+global sampling of MRTD/TRTD must together reproduce the one-process step."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests import ddp_objectives
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def two_process(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ddp-objectives")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+           str(31000 + os.getpid() % 2000), str(REPO / "tests" / "ddp_objectives.py"), str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", list(ddp_objectives.OBJECTIVES))
+def test_objective_is_the_same_with_one_and_two_processes(objective, two_process):
+    one = ddp_objectives.run(objective)
+    two = load_file(str(two_process / f"{objective}.safetensors"))
+    assert set(one) == set(two)
+    assert one["loss.1"].item() > 0  # every objective has a loss at step 2 (XLCO: the queue filled in step 1)
+    assert sum(k.startswith("1.") for k in one) > 0  # and gradients
+    for k in one:
+        assert torch.allclose(one[k], two[k], rtol=1e-4, atol=1e-6), (k, (one[k] - two[k]).abs().max())
