@@ -65,10 +65,18 @@ class Record:
     config: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    source: Path | None = field(default=None, repr=False, compare=False)  # the file it was read from (not stored)
 
     def to_json(self) -> dict:
         body = asdict(self)
+        body.pop("source")
         return {"schema": SCHEMA, **body}
+
+    def outcomes(self):
+        """Its per-example outcomes (``xeval.outcomes``), or None: never stored, or a record not read from a file."""
+        from xeval.outcomes import read_outcomes
+
+        return read_outcomes(self.source) if self.source is not None else None
 
     @classmethod
     def from_json(cls, obj: dict, path: str | Path = "<record>") -> Record:
@@ -121,9 +129,17 @@ class Store:
         path = self.path(unit)
         return self._load(path) if path.is_file() else None
 
-    def put(self, record: Record) -> Path:
+    def put(self, record: Record, outcomes=None) -> Path:
+        """Write the record (and its per-example outcomes first, so a stored record never lacks the ones it had)."""
+        from xeval.outcomes import outcomes_path, write_outcomes
+
         path = self.path(record.unit)
+        if outcomes is not None:
+            write_outcomes(path, outcomes)
+        else:
+            outcomes_path(path).unlink(missing_ok=True)  # an overwritten record keeps no stale outcomes
         write_json(path, record.to_json())
+        record.source = path
         return path
 
     def records(self, **where) -> Iterator[Record]:
@@ -139,7 +155,9 @@ class Store:
             obj = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise DataError(path, err.lineno, f"expected a JSON result record, found invalid JSON ({err.msg})") from None
-        return Record.from_json(obj, path)
+        record = Record.from_json(obj, path)
+        record.source = path
+        return record
 
 
 def load_records(paths) -> list[Record]:

@@ -156,6 +156,30 @@ def score_layers(pairs, predicted: dict[int, dict[str, list[set]]]) -> dict[int,
     return out
 
 
+def alignment_outcomes(pairs, predicted: dict[str, list[set]]):
+    """Per sentence pair: the link counts AER sums (for the headline method as ``aer`` and every method under its
+    prefix), gold = sure links, prediction = the headline method's links (0-based ``i-j``)."""
+    from xeval.outcomes import Outcomes, example_id
+
+    def links(found) -> str:
+        return " ".join(f"{i}-{j}" for i, j in sorted(found))
+
+    first = next(iter(predicted))
+    out = Outcomes([example_id(p, k) for k, p in enumerate(pairs)], [links(p.sure) for p in pairs], [links(x) for x in predicted[first]])
+    for k, (method, found) in enumerate(predicted.items()):
+        counts = {"predicted_sure": [], "predicted_possible": [], "predicted": [], "sure": []}
+        for p, pred in zip(pairs, found):
+            pred = set(pred)
+            counts["predicted"].append(len(pred))
+            counts["sure"].append(len(p.sure))
+            counts["predicted_sure"].append(len(pred & p.sure))
+            counts["predicted_possible"].append(len(pred & (p.sure | p.possible)))
+        if k == 0:
+            out.add("aer", "aer", **counts)
+        out.add(method.replace("-", "_") + "_aer", "aer", **counts)
+    return out
+
+
 def pharaoh(links: list[set]) -> str:
     """0-based ``i-j`` lines, as awesome-align and SimAlign write them."""
     return "".join(" ".join(f"{i}-{j}" for i, j in sorted(sentence)) + "\n" for sentence in links)
@@ -185,6 +209,7 @@ def run(card, langs, ctx) -> list:
         scores = score_layers(pairs, predicted)
         for layer in layers:
             files = {f"{lang}.{method}.out": pharaoh(links) for method, links in predicted[layer].items()}
-            yield probes.LayerResult(layer, scores[layer], len(pairs), files=files)
+            yield probes.LayerResult(layer, scores[layer], len(pairs), files=files,
+                                     outcomes=alignment_outcomes(pairs, predicted[layer]))
 
     return probes.sweep(card, langs, ctx, config, evaluate)

@@ -120,6 +120,12 @@ class PairClassification(finetune.Family):
             raise ConfigError(f"task {self.card.name!r}: {lang} examples carry no gold labels; cannot score them")
         return accuracy(gold, predictions)
 
+    def outcomes(self, predictions, examples, lang):
+        from xeval.outcomes import classification_outcomes, example_id
+
+        return classification_outcomes([example_id(ex) for ex in examples], [ex.label for ex in examples],
+                                       predictions)
+
     def format_predictions(self, predictions, examples) -> str:
         return "".join(f"{p}\n" for p in predictions)
 

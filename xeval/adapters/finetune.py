@@ -61,6 +61,10 @@ class Family:
     def score(self, predictions: list, examples: list, lang: str) -> dict[str, float]:
         raise NotImplementedError
 
+    def outcomes(self, predictions: list, examples: list, lang: str):
+        """Per-example outcomes of labelled examples (``xeval.outcomes.Outcomes``), or None."""
+        return None
+
     def format_predictions(self, predictions: list, examples: list) -> str:
         raise NotImplementedError
 
@@ -214,7 +218,7 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
                **({} if labelled else {"unscored": "the evaluation data has no gold labels: score the exported "
                                                    "predictions (xeval score / XTREME's evaluate.py)"})},
     )
-    ctx.store.put(record)
+    ctx.store.put(record, family.outcomes(predictions, examples, unit.lang) if labelled else None)
     return record
 
 

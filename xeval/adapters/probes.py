@@ -141,7 +141,7 @@ def data_identity(card, lang: str, split: str, ctx) -> dict:
 
 
 def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
-                duration_s: float, extra: dict | None = None) -> Record:
+                duration_s: float, extra: dict | None = None, outcomes=None) -> Record:
     record = Record(
         unit=unit_for(card, lang, split, ctx, layer),
         metrics={k: float(v) for k, v in metrics.items()},
@@ -153,7 +153,7 @@ def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_e
         provenance=stamp(duration_s),
         extra=extra or {},
     )
-    ctx.store.put(record)
+    ctx.store.put(record, outcomes)
     return record
 
 
@@ -166,6 +166,7 @@ class LayerResult:
     n_examples: int
     files: dict[str, str] = field(default_factory=dict)  # prediction files: name -> text, under <export>/<task>/
     extra: dict = field(default_factory=dict)
+    outcomes: object = None  # per-example outcomes (xeval.outcomes.Outcomes), stored beside the record
 
 
 def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[int]], Iterable[LayerResult]]) -> list:
@@ -197,7 +198,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
                     write_text(root / card.name / name, text)
             used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
             records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
-                                       each, res.extra))
+                                       each, res.extra, res.outcomes))
     return records
 
 

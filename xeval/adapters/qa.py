@@ -186,6 +186,18 @@ class QA(finetune.Family):
             return mlqa_scores(answers, gold, lang)
         return squad_scores(answers, gold)
 
+    def outcomes(self, predictions, examples, lang):
+        from xeval.metrics import mlqa, squad
+        from xeval.outcomes import qa_outcomes
+
+        golds = [[a.text for a in ex.answers] for ex in examples]
+        if self.normalisation == "mlqa":
+            scores = [mlqa.example_scores(p, g, lang) for p, g in zip(predictions, golds)]
+        else:
+            scores = [squad.example_scores(p, g) for p, g in zip(predictions, golds)]
+        return qa_outcomes([ex.id for ex in examples], golds, predictions, [em for em, _ in scores],
+                           [f for _, f in scores])
+
     def format_predictions(self, predictions, examples) -> str:
         return json.dumps({ex.id: p for ex, p in zip(examples, predictions)}, ensure_ascii=False, indent=1) + "\n"
 

@@ -66,28 +66,49 @@ def bidirectional_scores(xx: np.ndarray, en: np.ndarray) -> tuple[dict[str, floa
 
     Returns (metrics, en→xx predictions int64 [N]: for each English line the predicted xx line).
     """
-    en2xx = top1(en, xx)  # English queries, xx indexed: XTREME's official direction
-    xx2en = top1(xx, en)
+    en2xx, xx2en = both_directions(xx, en)
+    return direction_scores(en2xx, xx2en), en2xx
+
+
+def both_directions(xx: np.ndarray, en: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(en→xx, xx→en) top-1 predictions, int64 [N] each."""
+    return top1(en, xx), top1(xx, en)  # English queries, xx indexed: XTREME's official direction first
+
+
+def direction_scores(en2xx: np.ndarray, xx2en: np.ndarray) -> dict[str, float]:
     a_en2xx, a_xx2en = accuracy(en2xx), accuracy(xx2en)
-    metrics = {
+    return {
         "accuracy": a_en2xx,
         "accuracy_en_xx": a_en2xx,
         "accuracy_xx_en": a_xx2en,
         "accuracy_mean": (a_en2xx + a_xx2en) / 2,
     }
-    return metrics, en2xx
+
+
+def tatoeba_outcomes(en2xx: np.ndarray, xx2en: np.ndarray):
+    """Per-line outcomes: line i's gold is i in both directions; the prediction stored is en→xx (official)."""
+    from xeval.outcomes import Outcomes
+
+    gold = np.arange(len(en2xx))
+    en_xx, xx_en = 100.0 * (en2xx == gold), 100.0 * (xx2en == gold)
+    out = Outcomes([str(i) for i in gold], gold.tolist(), np.asarray(en2xx).tolist())
+    for name, score in (("accuracy", en_xx), ("accuracy_en_xx", en_xx), ("accuracy_xx_en", xx_en),
+                        ("accuracy_mean", (en_xx + xx_en) / 2)):
+        out.add(name, "mean", score=score)
+    return out
 
 
 # --------------------------------------------------------------------------- the probe
 
 
 def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: list[int], options: dict):
-    """Yield (layer, metrics, en→xx predictions) for every layer, from one encoding of both sides."""
+    """Yield (layer, metrics, en→xx predictions, xx→en predictions) for every layer, from one encoding of both
+    sides."""
     vectors = probes.sentence_vectors(encoder, list(xx_texts) + list(en_texts), layers, options)  # [L, 2N, H]
     n = len(xx_texts)
     for row, layer in enumerate(layers):
-        metrics, predictions = bidirectional_scores(vectors[row, :n], vectors[row, n:])
-        yield layer, metrics, predictions
+        en2xx, xx2en = both_directions(vectors[row, :n], vectors[row, n:])
+        yield layer, direction_scores(en2xx, xx2en), en2xx, xx2en
 
 
 def run(card, langs, ctx) -> list:
@@ -104,9 +125,10 @@ def run(card, langs, ctx) -> list:
 
     def evaluate(lang, pairs, layers):
         xx, en = [p.src for p in pairs], [p.tgt for p in pairs]
-        for layer, metrics, predictions in tatoeba_layers(ctx.encoder, xx, en, layers, options):
+        for layer, metrics, en2xx, xx2en in tatoeba_layers(ctx.encoder, xx, en, layers, options):
             # XTREME's submission file: one predicted xx line index (0-based) per English line
-            tsv = "".join(f"{int(p)}\n" for p in predictions)
-            yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv})
+            tsv = "".join(f"{int(p)}\n" for p in en2xx)
+            yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
+                                     outcomes=tatoeba_outcomes(en2xx, xx2en))
 
     return probes.sweep(card, langs, ctx, config, evaluate)

@@ -201,6 +201,12 @@ class Tagging(finetune.Family):
             metrics.update(token_accuracy(gold, predictions))
         return metrics
 
+    def outcomes(self, predictions, examples, lang):
+        from xeval.outcomes import example_id, tagging_outcomes
+
+        return tagging_outcomes([example_id(ex) for ex in examples], [ex.tags for ex in examples],
+                                predictions)
+
     @staticmethod
     def _tsv(sentences: list[list[str]]) -> str:
         return "".join("".join(f"{t}\n" for t in tags) + "\n" for tags in sentences)

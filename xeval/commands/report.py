@@ -17,8 +17,8 @@ HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures 
 
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
-    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "all"], default=None,
-                        help="which table(s); default: all that the runs can fill (none when only --plot is given, "
+    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "all"], default=None,
+                        help="which table(s) (ci: 95%% bootstrap confidence intervals per task and language); default: all that the runs can fill (none when only --plot is given, "
                              "without --out)")
     parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
                         help="md (GitHub Markdown), latex (booktabs document that compiles as is), csv, or "

@@ -110,6 +110,7 @@ class Results:
 
     def __init__(self, records, split: str | None = None, layer: int | str | None = "best"):
         records = list(records)
+        self.records = records  # per-example outcomes are read from them (confidence intervals)
         frame = pick_split(long_frame(records), split)
         self.controls = {k: v for k, v in control_parents(records).items() if k in set(frame["model"])}
         if self.controls:
@@ -499,7 +500,7 @@ def layer_tables(results: Results) -> list[Table]:
 
 
 def build(results: Results, which: str) -> list[Table]:
-    """The tables for ``--table``: languages | summary | gap | layers | all (those the runs can fill)."""
+    """The tables for ``--table``: languages | summary | gap | layers | ci | all (those the runs can fill)."""
     if which == "languages":
         return language_tables(results)
     if which == "summary":
@@ -508,12 +509,16 @@ def build(results: Results, which: str) -> list[Table]:
         return [gap_table(results)]
     if which == "layers":
         return layer_tables(results)
+    if which == "ci":
+        from xeval.report.uncertainty import ci_tables
+
+        return ci_tables(results)
     if which == "all":
         out = []
-        for kind in ("summary", "gap", "layers", "languages"):
+        for kind in ("summary", "gap", "layers", "languages", "ci"):
             try:
                 out += build(results, kind)
             except UserError:
                 continue  # a table the runs cannot fill is left out of the full report
         return out
-    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers or all")
+    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci or all")
