@@ -2,9 +2,9 @@
 
 ``run(name, rank, world)`` builds a micro PretrainModel with one objective on a hand-made vocabulary (English and
 German word pieces, a small en-de dictionary for the token contrast), takes 2 SGD steps on fixed global batches
-(so XLCO's queue fills in step 1 and the contrast runs in step 2) and returns the loss and gradients of each step.
+(so XLCO's queue fills in step 1; XLCO also with the reference's options and the contrast runs in step 2) and returns the loss and gradients of each step.
 Under ``torchrun --nproc_per_node 2 tests/ddp_objectives.py OUT`` each rank trains its slice through DDP (gloo) as
-the trainer does, and rank 0 writes OUT/<objective>.safetensors; the test compares them with a one-process run.
+the trainer does, and rank 0 writes OUT/<case>.safetensors; the test compares them with a one-process run.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import torch
 
 WORDS = [("cat", "katze"), ("dog", "hund"), ("house", "haus"), ("tree", "baum"), ("water", "wasser"),
          ("book", "buch"), ("child", "kind"), ("city", "stadt"), ("red", "rote"), ("small", "kleine")]  # fmt: skip
-OBJECTIVES = {"mlm": {}, "tlm": {}, "mrtd": {}, "trtd": {}, "xlco": {"queue_size": 8, "momentum": 0.9},
-              "seqcl": {}, "tokcl": {"max_links": 4}}  # fmt: skip
+CASES = {"mlm": ("mlm", {}), "tlm": ("tlm", {}), "mrtd": ("mrtd", {}), "trtd": ("trtd", {}),
+         "xlco": ("xlco", {"queue_size": 8, "momentum": 0.9}),
+         "xlco-reference": ("xlco", {"queue_size": 4, "momentum": 0.9, "projection": True, "similarity": "dot",
+                                     "mixup": True, "temperature": 0.25}),
+         "seqcl": ("seqcl", {}), "tokcl": ("tokcl", {"max_links": 4})}  # fmt: skip
 GLOBAL_BATCH = 8  # rows per stream and step, split over the processes
 
 
@@ -51,7 +54,7 @@ def batches(step: int):
     return {"mono": (mono, ["en"] * GLOBAL_BATCH), "pairs": pairs}
 
 
-def build(name: str):
+def build(case: str):
     from xeval.engine.model import XevalConfig
     from xeval.engine.objectives import PretrainModel
     from xeval.engine.objectives.base import TokenInfo
@@ -63,16 +66,17 @@ def build(name: str):
                       attention_probs_dropout_prob=0.0)  # fmt: skip
     dictionary = {"en-de": {en: {de} for en, de in WORDS}}
     torch.manual_seed(0)
-    return PretrainModel(cfg, {name: OBJECTIVES[name]}, tokens, pieces, dictionary)
+    name, options = CASES[case]
+    return PretrainModel(cfg, {name: options}, tokens, pieces, dictionary)
 
 
-def run(name: str, rank: int = 0, world: int = 1) -> dict[str, torch.Tensor]:
+def run(case: str, rank: int = 0, world: int = 1) -> dict[str, torch.Tensor]:
     """{"loss.<step>": global loss, "<step>.<param>": gradient} over 2 SGD steps."""
     import torch.distributed as dist
 
     from xeval.engine.objectives import StepContext, slice_inputs
 
-    model = build(name)
+    model = build(case)
     net = model
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False, find_unused_parameters=True)
@@ -104,8 +108,8 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    for objective in OBJECTIVES:
-        result = run(objective, rank, world)
+    for case in CASES:
+        result = run(case, rank, world)
         if rank == 0:
-            save_file(result, os.path.join(sys.argv[1], f"{objective}.safetensors"))
+            save_file(result, os.path.join(sys.argv[1], f"{case}.safetensors"))
     dist.destroy_process_group()

@@ -30,10 +30,10 @@ def two_process(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("objective", list(ddp_objectives.OBJECTIVES))
-def test_objective_is_the_same_with_one_and_two_processes(objective, two_process):
-    one = ddp_objectives.run(objective)
-    two = load_file(str(two_process / f"{objective}.safetensors"))
+@pytest.mark.parametrize("case", list(ddp_objectives.CASES))
+def test_objective_is_the_same_with_one_and_two_processes(case, two_process):
+    one = ddp_objectives.run(case)
+    two = load_file(str(two_process / f"{case}.safetensors"))
     assert set(one) == set(two)
     assert one["loss.1"].item() > 0  # every objective has a loss at step 2 (XLCO: the queue filled in step 1)
     assert sum(k.startswith("1.") for k in one) > 0  # and gradients

@@ -3,6 +3,7 @@ dictionary links of the token contrast."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from xeval.engine.data import PairBatch
@@ -12,6 +13,7 @@ from xeval.engine.objectives.base import TokenInfo, mask_tokens
 from xeval.engine.objectives.contrast import find_links, units
 from xeval.engine.objectives.electra import rtd_labels, sample_softmax
 from xeval.engine.objectives.xlco import XLCO, KeyQueue
+from xeval.errors import ConfigError
 
 TOKENS = TokenInfo(vocab_size=1000, pad=1, bos=0, eos=2, unk=3, mask=999, first_normal=4)
 
@@ -127,7 +129,7 @@ def test_xlco_waits_for_full_queue_and_key_encoder_gets_no_gradients():
     with torch.no_grad():
         for p in model.encoder.parameters():
             p.add_(1.0)
-    xlco.momentum_update(model.encoder)
+    xlco.momentum_update(model.encoder, 0.5)
     moved = [not torch.equal(a, b) for a, b in zip(before, xlco.key_encoder.parameters())]
     assert all(moved)
 
@@ -172,10 +174,6 @@ def test_encoder_is_plain_xeval_model():
 
 
 def test_contrast_layer_deeper_than_the_model_is_an_error_and_fractions_scale():
-    import pytest
-
-    from xeval.errors import ConfigError
-
     cfg = micro_config()  # 3 layers
     for name in ("xlco", "seqcl", "tokcl"):
         with pytest.raises(ConfigError, match=f"objectives.{name}.layer: layer 12 does not exist in a model of 3"):
@@ -188,3 +186,78 @@ def test_contrast_layer_deeper_than_the_model_is_an_error_and_fractions_scale():
     assert PretrainModel(cfg, {"tokcl": {"layer": 3}}, TOKENS).objectives["tokcl"].layer == 3
     deep = XevalConfig(vocab_size=1000, hidden_size=16, num_hidden_layers=12, num_attention_heads=2, intermediate_size=32)
     assert PretrainModel(deep, {"xlco": {"layer": "2/3"}}, TOKENS).objectives["xlco"].layer == 8  # InfoXLM's 8 of 12
+
+
+def xlco_batch(n: int = 4) -> PairBatch:
+    src = [[10 + i, 11 + i, 12 + i][: 2 + i % 2] for i in range(n)]
+    tgt = [[30 + i, 31 + i][: 1 + i % 2] for i in range(n)]
+    return PairBatch(src, tgt, ["en-de"] * n, [False] * n, [])
+
+
+def test_xlco_reference_options_projection_dot_masking_and_enable_step():
+    torch.manual_seed(0)
+    cfg = {"queue_size": 4, "momentum": 0.5, "temperature": 0.25, "projection": True, "similarity": "dot",
+           "mask_prob": 0.5, "enable_step": 3}  # fmt: skip
+    model = PretrainModel(micro_config(), {"xlco": cfg}, TOKENS)
+    xlco: XLCO = model.objectives["xlco"]
+    assert not xlco.key_proj.weight.requires_grad and torch.equal(xlco.key_proj.weight, xlco.proj.weight)
+    inputs = model.prepare({"pairs": xlco_batch()}, lambda n: torch.Generator().manual_seed(1))["xlco"]
+    assert (inputs["q_ids"] == TOKENS.mask).any() and (inputs["k_ids"] == TOKENS.mask).any()  # both sides masked
+    # enable_step 3, 4 keys per step fill the queue of 4 in one step: step 0 and 1 do nothing at all
+    for step in (0, 1):
+        loss, stats = xlco(inputs, model, StepContext(step, 0))
+        assert loss.item() == 0 and stats["xlco_queue"] == 0
+    with torch.no_grad():  # the key encoder is a plain copy of the query encoder until the contrast starts
+        model.encoder.embeddings.tokens.weight.add_(1.0)
+    loss, stats = xlco(inputs, model, StepContext(2, 0))
+    assert loss.item() == 0 and stats["xlco_queue"] == 4
+    assert torch.equal(xlco.key_encoder.embeddings.tokens.weight, model.encoder.embeddings.tokens.weight)
+    loss, stats = xlco(inputs, model, StepContext(3, 0))
+    assert loss.item() > 0
+    loss.backward()
+    assert xlco.proj.weight.grad is not None and xlco.key_proj.weight.grad is None
+    # dot product: unnormalised vectors, so the positive logit is q.k / t with |q| != 1
+    q = xlco.sentence(model.encoder, xlco.proj, inputs["q_ids"], inputs["q_mask"])
+    assert not torch.allclose(q.norm(dim=-1), torch.ones(4))
+    with torch.no_grad():
+        xlco.proj.weight.add_(1.0)
+    before = xlco.key_proj.weight.clone()
+    xlco.momentum_update(model.encoder, 0.5)  # the key projection follows the query projection by EMA
+    assert torch.allclose(xlco.key_proj.weight, 0.5 * before + 0.5 * xlco.proj.weight)
+
+
+def test_xlco_mixup_concatenates_two_pairs_per_instance():
+    from xeval.engine.objectives.xlco import mixup_pairs
+
+    src, tgt = [[1, 1], [2], [3, 3, 3], [4]], [[5], [6, 6], [7], [8, 8]]
+    seen = set()
+    for seed in range(40):
+        a, b = mixup_pairs(src, tgt, 99, torch.Generator().manual_seed(seed))
+        assert len(a) == len(b) == 2
+        for x, y, i in zip(a, b, (0, 2)):
+            sides = {tuple(x), tuple(y)}
+            s_orders = {(*src[i], 99, *src[i + 1]), (*src[i + 1], 99, *src[i])}
+            t_orders = {(*tgt[i], 99, *tgt[i + 1]), (*tgt[i + 1], 99, *tgt[i])}
+            assert len(sides & s_orders) == 1 and len(sides & t_orders) == 1  # one side each, either order
+            seen.add((tuple(x) in s_orders, tuple(x)))
+    assert len(seen) == 8  # 2 instances x 2 orders x (swapped or not) all occur
+
+
+def test_pooled_loss_norm_is_summed_losses_over_summed_sample_sizes():
+    torch.manual_seed(0)
+    objectives = {"mlm": {}, "xlco": {"queue_size": 4, "mask_prob": 0.0}}
+    batches = {"mono": (torch.randint(4, 999, (3, 20), generator=torch.Generator().manual_seed(0)), ["en"] * 3),
+               "pairs": xlco_batch()}  # fmt: skip
+    runs = {}
+    for norm in ("objective", "pooled"):
+        torch.manual_seed(0)
+        model = PretrainModel(micro_config(), objectives, TOKENS, loss_norm=norm)
+        inputs = model.prepare(batches, lambda n: torch.Generator().manual_seed(2))
+        model(inputs, StepContext(0, 0))  # fills the queue
+        total, stats = model(inputs, StepContext(1, 0))
+        runs[norm] = (total.item(), stats["mlm"].item(), stats["xlco"].item(), int(inputs["mlm"]["n_total"]))
+    (obj_total, mlm, xlco, n_masked), (pooled, mlm2, xlco2, _) = runs["objective"], runs["pooled"]
+    assert (mlm, xlco) == (mlm2, xlco2) and obj_total == pytest.approx(mlm + xlco)
+    assert pooled == pytest.approx((mlm * n_masked + xlco * 4) / (n_masked + 4))
+    with pytest.raises(ConfigError, match="pooled"):
+        PretrainModel(micro_config(), {"mlm": {}, "seqcl": {}}, TOKENS, loss_norm="pooled")

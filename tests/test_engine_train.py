@@ -104,6 +104,21 @@ def test_removed_objective_is_neither_trained_nor_recorded(tmp_path, fake_root, 
     assert "tlm" not in json.loads((tmp_path / "log.jsonl").read_text().splitlines()[-1])
 
 
+def test_accumulate_takes_several_batches_per_optimizer_step(tmp_path, fake_root, tokenizer_dir):
+    from xeval.engine.train import pretrain
+
+    runs = {}
+    for k in (1, 3):
+        out = tmp_path / f"acc{k}"
+        pretrain(micro_config(fake_root, {"mlm": {}, "tlm": {}}, tokenizer_dir, steps=2, accumulate=k), out,
+                 echo=lambda text: None)  # fmt: skip
+        runs[k] = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in runs[3]] == [1, 2]  # optimizer steps, not batches
+    # mono rows are packed to a fixed length: each step reads exactly three times the tokens
+    one, three = runs[1][0], runs[3][0]
+    assert three["tokens_per_s"] * three["s_per_step"] > 2.5 * one["tokens_per_s"] * one["s_per_step"]
+
+
 def test_existing_run_needs_resume(tmp_path, fake_root, tokenizer_dir):
     from xeval.engine.train import pretrain
     from xeval.errors import UserError
@@ -118,7 +133,7 @@ def test_existing_run_needs_resume(tmp_path, fake_root, tokenizer_dir):
 def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer_dir):
     # XLCO: keys gathered from both ranks; seqcl: negatives gathered; tokcl: links counted over both ranks
     objectives = {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 8}, "seqcl": {}, "tokcl": {}}
-    cfg = micro_config(fake_root, objectives, tokenizer_dir, steps=5).to_dict()
+    cfg = micro_config(fake_root, objectives, tokenizer_dir, steps=5, accumulate=2).to_dict()  # DDP's no_sync
     cfg["model"]["hidden_dropout_prob"] = 0.0  # dropout streams differ per rank; masking is global and identical
     config = tmp_path / "ddp.yaml"
     config.write_text(yaml.safe_dump({k: v for k, v in cfg.items() if k != "size"} | {"size": "micro",

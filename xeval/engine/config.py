@@ -62,6 +62,10 @@ class TrainConfig:
     beta2: float = 0.98
     eps: float = 1e-6
     clip: float = 1.0
+    loss_norm: str = "objective"  # objective: weighted sum of each objective's mean | pooled: InfoXLM's reference
+    # (fairseq) -- summed losses of mlm/tlm/xlco over their summed masked tokens + sentences
+    accumulate: int = 1  # batches per optimizer step (gradient accumulation): the step's batch is this many times
+    # data.mono_batch / data.pair_batch, e.g. XLM-E's ~1M tokens per step on fewer devices
     bf16: bool = False
     compile: bool = False
     seed: int = 0

@@ -22,6 +22,7 @@ objectives, one backward, clip, AdamW. Under ``torchrun`` the model is wrapped i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -246,6 +247,8 @@ def export_random_init(cfg: PretrainConfig, out: str | Path, echo=None) -> dict:
 def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device,
               echo=None) -> dict:  # fmt: skip
     tc, dc = cfg.train, cfg.data
+    if tc.accumulate < 1:
+        raise ConfigError(f"train.accumulate must be at least 1, got {tc.accumulate}")
     state_path = ckpt.latest_state(out) if resume else None
     if state_path is None and (out / "state" / "latest").is_file():
         raise UserError(f"{out}: holds a training run already; pass --resume to continue it or choose a new --out")
@@ -299,7 +302,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         log.line(f"token contrast dictionaries: {', '.join(f'{k} ({len(v)})' for k, v in dictionaries.items())}")
     pieces = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
     torch.manual_seed(tc.seed)
-    model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries).to(device)
+    model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries, tc.loss_norm).to(device)
     optimizer = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(tc.beta1, tc.beta2),
                                   eps=tc.eps)  # fmt: skip
     start = 0
@@ -360,30 +363,42 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
     step = start
     done = step >= tc.steps or budget_spent()
     while not done:
-        batches = {
-            "mono": mono.next_batch(dc.mono_batch) if mono else None,
-            "pairs": pairs.next_batch(dc.pair_batch) if pairs else None,
-        }
-        gen_seed = tc.seed * 1_000_003 + step * 7919
-        inputs = model.prepare(batches, lambda name, s=gen_seed: torch.Generator().manual_seed(s + _salt(name)))
-        inputs = slice_inputs(inputs, rank, world)
-        inputs = _to_device(inputs, device)
         lr = lr_at(step, tc, elapsed())
         for group in optimizer.param_groups:
             group["lr"] = lr
-        torch.manual_seed(tc.seed * 1_000_003 + step * 7919 + rank * 104_729 + 17)  # dropout stream of this step
-        ctx = StepContext(step=step, seed=tc.seed, rank=rank, world=world, device=device)
         count_flops = window["steps"] == 0 and not tc.compile  # first step of each log window (the mix changes)
-        counter = FlopCounterMode(display=False) if count_flops else None
-        if counter is not None:
-            counter.__enter__()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.bf16):
-            loss, stats = net(inputs, ctx)
-        if loss.requires_grad:  # False only while an XLCO-only run fills its queue
-            loss.backward()
-        if counter is not None:
-            counter.__exit__(None, None, None)
-            flops_per_token = counter.get_total_flops() / max(1, stats["tokens"])
+        loss, stats = None, {}
+        for micro in range(tc.accumulate):  # train.accumulate batches, one optimizer step (gradients summed)
+            batches = {
+                "mono": mono.next_batch(dc.mono_batch) if mono else None,
+                "pairs": pairs.next_batch(dc.pair_batch) if pairs else None,
+            }
+            # micro 0's seeds are those of a run without accumulation
+            gen_seed = tc.seed * 1_000_003 + step * 7919 + micro * 104_651
+            inputs = model.prepare(batches, lambda name, s=gen_seed: torch.Generator().manual_seed(s + _salt(name)))
+            inputs = slice_inputs(inputs, rank, world)
+            inputs = _to_device(inputs, device)
+            torch.manual_seed(gen_seed + rank * 104_729 + 17)  # dropout stream of this step, micro-batch and rank
+            ctx = StepContext(step=step, seed=tc.seed, rank=rank, world=world, device=device, micro=micro)
+            counter = FlopCounterMode(display=False) if count_flops and micro == 0 else None
+            if counter is not None:
+                counter.__enter__()
+            # DDP: gradients are all-reduced once, on the last micro-batch
+            sync = world == 1 or micro == tc.accumulate - 1
+            with (contextlib.nullcontext() if sync else net.no_sync()):
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.bf16):
+                    part, part_stats = net(inputs, ctx)
+                if tc.accumulate > 1:
+                    part = part / tc.accumulate
+                if part.requires_grad:  # False only while an XLCO-only run fills its queue
+                    part.backward()
+            if counter is not None:
+                counter.__exit__(None, None, None)
+                flops_per_token = counter.get_total_flops() / max(1, part_stats["tokens"])
+            loss = part.detach() if loss is None else loss + part.detach()
+            for k, v in part_stats.items():  # stats: tokens summed, the rest averaged over the micro-batches
+                v = float(v) if k == "tokens" else float(v) / tc.accumulate
+                stats[k] = stats.get(k, 0) + (int(v) if k == "tokens" else v)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip) if tc.clip else None
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

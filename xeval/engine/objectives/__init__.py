@@ -24,10 +24,25 @@ OBJECTIVES: dict[str, type[Objective]] = {
 }  # fmt: skip
 
 
+# "objective": the weighted sum of each objective's own mean (xeval's default). "pooled": fairseq's normalisation in
+# InfoXLM's reference -- the objectives' summed losses divided by their summed sample sizes (masked tokens of MLM and
+# TLM, sentences of XLCO), so an objective's share of the gradient grows with its number of predictions.
+LOSS_NORMS = ("objective", "pooled")
+POOLED = {"mlm", "tlm", "xlco"}
+
+
 class PretrainModel(nn.Module):
     def __init__(self, config: XevalConfig, objectives: dict[str, dict], tokens: TokenInfo,
-                 pieces: list[str] | None = None, dictionaries: dict | None = None):  # fmt: skip
+                 pieces: list[str] | None = None, dictionaries: dict | None = None,
+                 loss_norm: str = "objective"):  # fmt: skip
         super().__init__()
+        if loss_norm not in LOSS_NORMS:
+            raise ConfigError(f"train.loss_norm must be one of {list(LOSS_NORMS)}, got {loss_norm!r}")
+        unpooled = sorted(set(objectives) - POOLED) if loss_norm == "pooled" else []
+        if unpooled:
+            raise ConfigError(f"train.loss_norm pooled is InfoXLM's normalisation of {sorted(POOLED)}; "
+                              f"{unpooled} define none")  # fmt: skip
+        self.loss_norm = loss_norm
         self.encoder = XevalModel(config)
         self.heads = nn.ModuleDict()
         self.objectives = nn.ModuleDict()
@@ -51,12 +66,18 @@ class PretrainModel(nn.Module):
         return {name: obj.prepare(batches[obj.data], gen_for(name)) for name, obj in self.objectives.items()}
 
     def forward(self, inputs: dict, ctx: StepContext):
-        total, stats, tokens = None, {}, 0
+        total, stats, tokens, count = None, {}, 0, 0
         for name, obj in self.objectives.items():
             loss, s = obj(inputs[name], self, ctx)
             tokens += int(s.pop("tokens", 0))
+            n = s.pop("_n", None)  # the objective's global sample size (masked tokens, sentences)
             stats.update(s)
+            if self.loss_norm == "pooled":  # each loss is a mean over n: back to a sum, divided by all n below
+                loss = loss * n
+                count = count + n
             total = loss * obj.weight if total is None else total + loss * obj.weight
+        if self.loss_norm == "pooled":
+            total = total / torch.as_tensor(count, device=total.device).clamp(min=1)
         stats["tokens"] = tokens
         return total, stats
 

@@ -49,6 +49,7 @@ class StepContext:
     rank: int = 0
     world: int = 1
     device: torch.device = torch.device("cpu")
+    micro: int = 0  # index of the micro-batch within an optimizer step (train.accumulate); once-per-step work at 0
     cache: dict = field(default_factory=dict)  # forward passes shared by objectives within this step
 
 

@@ -36,7 +36,8 @@ class MLM(Objective):
         # accuracy over the global masked tokens (averaging the ranks' values gives it, as for the loss)
         acc = (logits.argmax(-1) == target).float().sum() * ctx.world / inputs["n_total"].clamp(min=1)
         tokens = int(inputs["attention_mask"].sum())
-        return loss, {self.name: loss.detach(), f"{self.name}_acc": acc.detach(), "tokens": tokens}
+        return loss, {self.name: loss.detach(), f"{self.name}_acc": acc.detach(), "tokens": tokens,
+                      "_n": inputs["n_total"]}  # fmt: skip
 
 
 class TLM(MLM):
