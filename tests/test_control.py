@@ -139,9 +139,10 @@ def test_printed_tables_show_the_control_column(control_run):
 
     _, records = control_run
     text = format_tables(records)
-    assert "accuracy (random init)" in text and "aer (random init)" in text
+    # probes over several layers: one compact table per probe (languages x layers), the control as an avg row
+    assert text.count("tatoeba (zero-shot; accuracy by layer") == 1 and text.count("(zero-shot; aer by layer") == 1
+    assert text.count("avg (random init)") == 2
     assert "random-init@" not in text  # no tables of the control's own
-    assert text.count("tatoeba (zero-shot, layer 0") == 1
 
 
 def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
@@ -156,7 +157,8 @@ def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
     capsys.readouterr()
     assert main([*args, "--control", "random-init", "--control-seed", "5"]) == 0
     printed = capsys.readouterr().out
-    assert "accuracy (random init)" in printed and "random init: layer" in printed
+    assert "avg (random init)" in printed and "random init: layer" in printed
+    assert "1 unit computed" not in printed and "4 units computed, 0 reused, in" in printed
     models = {r.unit.model for r in Store(tmp_path / "runs").records()}
     assert models == {tiny.key, Encoder.random_init(tiny, 5).key}
 

@@ -86,23 +86,6 @@ def test_layer_plot_draws_the_control_dashed_in_its_models_colour(records):
         plots.plt.close(fig)
 
 
-def test_run_plot_draws_the_control_dashed(records, tmp_path, monkeypatch):
-    import matplotlib.pyplot as plt
-
-    from xeval.adapters.sweep import plot_layer_sweep
-
-    figures = []
-    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at its lines
-    paths = plot_layer_sweep(records, tmp_path / "sweep")
-    assert all(p.is_file() for p in paths)
-    lines = {line.get_label(): line for line in figures[0].axes[0].get_lines()}
-    model, control = lines[f"{A} tatoeba (accuracy)"], lines[f"{CA} tatoeba (accuracy)"]
-    assert control.get_color() == model.get_color() and control.get_linestyle() == "--"
-    assert lines[f"{B} tatoeba (accuracy)"].get_color() != model.get_color()
-    monkeypatch.undo()
-    plt.close(figures[0])
-
-
 def test_summary_and_gap_rows_for_a_fine_tuned_control():
     # fine-tuning tasks work the same way: the control is one more row
     recs = transfer_records(A) + control_of(transfer_records(A))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xeval.adapters.sweep import layer_curves, plot_layer_sweep, universal_layer
+from xeval.adapters.sweep import layer_curves, universal_layer
 from xeval.results import Record, Unit
 
 
@@ -34,12 +34,13 @@ def test_ties_pick_the_lowest_layer():
 
 
 def test_plot_writes_png_and_pdf(tmp_path):
+    from xeval.report import plots, tables
+
     records = [rec("tatoeba", lang, k, accuracy=k * 10 + i) for i, lang in enumerate("ab") for k in range(4)]
     records += [rec("alignment", "de-en", k, aer=60 - k * 5) for k in range(4)]
-    for by in ("probe", "language"):
-        paths = plot_layer_sweep(records, tmp_path / f"sweep-{by}", by=by)
-        assert [p.suffix for p in paths] == [".png", ".pdf"]
-        assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+    paths = plots.plot(tables.Results(records), "layers", tmp_path / "sweep")
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
 
 
 @pytest.fixture(scope="module")

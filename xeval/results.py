@@ -117,6 +117,7 @@ class Store:
     def __init__(self, root: str | Path = "runs", overwrite: bool = False):
         self.root = Path(root)
         self.overwrite = overwrite
+        self.written = 0  # records put by this object (xeval run's "N units computed")
 
     def path(self, unit: Unit) -> Path:
         return self.root / _slug(unit.model) / _slug(unit.task) / unit.filename()
@@ -140,6 +141,7 @@ class Store:
             outcomes_path(path).unlink(missing_ok=True)  # an overwritten record keeps no stale outcomes
         write_json(path, record.to_json())
         record.source = path
+        self.written += 1
         return path
 
     def records(self, **where) -> Iterator[Record]:

@@ -100,8 +100,33 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def run(opts: RunOptions, echo=print) -> list:
-    """Run every selected unit (or find it stored); return all records of the run."""
+@dataclass
+class RunSummary:
+    """What the final console line says: units computed now, units found stored (resume), wall seconds."""
+
+    computed: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (f"{self.computed} unit{'s' * (self.computed != 1)} computed, {self.reused} reused, "
+                f"in {self.seconds:.0f} s")
+
+
+def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = None, encoder=None) -> list:
+    """Run every selected unit (or find it stored); return all records of the run.
+
+    ``echo(text)``: progress lines (default: xeval's log, stderr). ``on_task(records)``: called with a task's records
+    (the model's and its control's) as soon as the task ends, so a long suite shows each table when it is ready.
+    ``summary``: filled with the counts of computed and reused units. ``encoder``: an ``Encoder`` already loaded (the
+    Python API), used instead of loading ``opts.model``."""
+    import time
+
+    from xeval.console import log
+
+    echo = echo or log.info
+    summary = summary if summary is not None else RunSummary()
+    started = time.perf_counter()
     from xeval.adapters import RunContext, get_adapter
     from xeval.data.sources import DataRoot
     from xeval.encoders import Encoder
@@ -113,11 +138,13 @@ def run(opts: RunOptions, echo=print) -> list:
     chosen = select_cards(suite, opts.tasks, opts.langs)
     data = DataRoot.resolve(opts.data)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
-    encoder = Encoder(opts.model, device=resolve_device(opts.device))
+    if encoder is None:
+        encoder = Encoder(opts.model, device=resolve_device(opts.device))
+    store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     ctx = RunContext(
         encoder=encoder,
         data=data,
-        store=Store(opts.out, overwrite=opts.overwrite),
+        store=store,
         seeds=list(opts.seeds),
         layers=parse_layers(opts.layers, encoder.num_layers),
         export_dir=Path(opts.export_predictions) if opts.export_predictions else None,
@@ -125,7 +152,7 @@ def run(opts: RunOptions, echo=print) -> list:
                  **opts.options},
     )
     echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
-         f"data {data.describe()}, results in {opts.out}")
+         f"data {data.describe()}, results in {opts.out if opts.out is not None else 'memory (nothing written)'}")
     control_ctx = None
     if control is not None:
         twin = Encoder.random_init(encoder, seed=opts.control_seed)
@@ -135,11 +162,50 @@ def run(opts: RunOptions, echo=print) -> list:
     records = []
     for card, langs in chosen:
         echo(f"- {card.name} ({card.type}): {', '.join(langs)}")
-        records.extend(adapters[card.name].run(card, langs, ctx))
+        written = store.written
+        task_records = list(adapters[card.name].run(card, langs, ctx))
         if control_ctx is not None:
             echo(f"  {card.name}: control ({control})")
-            records.extend(adapters[card.name].run(card, langs, control_ctx))
+            task_records.extend(adapters[card.name].run(card, langs, control_ctx))
+        summary.computed += store.written - written
+        summary.reused += len(task_records) - (store.written - written)
+        records.extend(task_records)
+        if on_task is not None:
+            on_task(task_records)
+    summary.seconds = time.perf_counter() - started
     return records
+
+
+class MemoryStore:
+    """A store that keeps records in memory and writes nothing (``xeval.evaluate(..., store=None)``): the same
+    interface as ``xeval.results.Store``. Fine-tuning's prediction files go to a temporary folder removed at exit."""
+
+    def __init__(self):
+        import atexit
+        import shutil
+        import tempfile
+
+        from xeval.results import Store
+
+        self.records: dict = {}
+        self.written = 0
+        self.overwrite = False
+        self._paths = Store(tempfile.mkdtemp(prefix="xeval-memory-"))  # only path() is used: prediction files
+        atexit.register(shutil.rmtree, self._paths.root, ignore_errors=True)
+        self.root = self._paths.root
+
+    def path(self, unit) -> Path:
+        return self._paths.path(unit)
+
+    def has(self, unit) -> bool:
+        return unit in self.records
+
+    def get(self, unit):
+        return self.records.get(unit)
+
+    def put(self, record, outcomes=None) -> None:
+        self.records[record.unit] = record
+        self.written += 1
 
 
 # ----------------------------------------------------------------------------------------------------- summary
@@ -166,6 +232,58 @@ def summarise(records) -> dict:
     return out
 
 
+def _cell(value: tuple) -> str:
+    mean, std, k = value
+    return f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}"
+
+
+def _grid(title: str, header: list[str], body: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in body]
+    return "\n".join(lines)
+
+
+def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | None = None,
+                       control_label: str = "") -> str:
+    """A probe run over several layers as ONE compact table: a row per language (pair), a column per layer, the
+    headline metric in each cell (AER for word alignment, en→xx accuracy for Tatoeba, ...), an ``avg`` row and the
+    best layer of that average (the "universal layer"; lowest on ties). ``control`` ({layer: rows} of a
+    ``--control``) adds its ``avg`` row."""
+    from xeval.report.frame import headline_metric, lower_is_better
+
+    layers = sorted(by_layer)
+    names = [m for rows in by_layer.values() for m in next(iter(rows.values())) if m != "n"]
+    head = headline_metric(task, names)
+    keys = sorted({key for rows in by_layer.values() for key in rows})
+    body, avgs = [], {}
+    for lang, split in keys:
+        cells = [lang, split]
+        for layer in layers:
+            value = by_layer[layer].get((lang, split), {}).get(head)
+            cells.append(_cell(value) if value else "")
+        body.append(cells)
+    for layer in layers:
+        values = [by_layer[layer][key][head][0] for key in keys if head in by_layer[layer].get(key, {})]
+        if len(values) == len(keys):  # an average over every language, or none
+            avgs[layer] = statistics.fmean(values)
+    if len(keys) > 1:
+        body.append(["avg", ""] + [f"{avgs[k]:.1f}" if k in avgs else "" for k in layers])
+    if control:
+        cells = []
+        for layer in layers:
+            values = [control[layer][key][head][0] for key in keys if head in control.get(layer, {}).get(key, {})]
+            cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(keys) else "")
+        body.append([f"avg ({control_label})", ""] + cells)
+    best = ""
+    if avgs:
+        pick = min if lower_is_better(head) else max
+        layer = pick(sorted(avgs), key=lambda k: avgs[k])
+        best = f"; best layer by avg: {layer}"
+    title = f"{task} ({setting}; {head} by layer, hidden_states index{best})"
+    return _grid(title, ["lang", "split", *map(str, layers)], body)
+
+
 def format_tables(records) -> str:
     """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
     unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
@@ -176,7 +294,23 @@ def format_tables(records) -> str:
     controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}
     kinds = sorted({kind for _, kind in parents.values()})
     blocks = []
-    for (task, setting, layer), rows in summarise(main).items():
+    summary = summarise(main)
+    layered: dict = defaultdict(dict)  # (task, setting) -> {layer: rows} for probes run over several layers
+    for (task, setting, layer), rows in summary.items():
+        if layer is not None:
+            layered[(task, setting)][layer] = rows
+    compact = {key for key, by_layer in layered.items() if len(by_layer) > 1}
+    shown: set = set()
+    for (task, setting, layer), rows in summary.items():
+        if (task, setting) in compact:
+            if (task, setting) not in shown:
+                shown.add((task, setting))
+                from xeval.controls import LABELS
+
+                twin = {k[2]: v for k, v in controls.items() if k[:2] == (task, setting) and k[2] is not None}
+                blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
+                                                 ", ".join(LABELS[k] for k in kinds)))
+            continue
         names = [m for m in next(iter(rows.values())) if m != "n"]
         seeds = max(v["n"][2] for v in rows.values())
         title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
@@ -192,11 +326,9 @@ def format_tables(records) -> str:
         for (lang, split), metrics in sorted(rows.items()):
             cells = [lang, split, str(metrics["n"][0])]
             for name in names:
-                mean, std, k = metrics.get(name, (float("nan"), 0.0, 0))
-                cells.append(f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}")
+                cells.append(_cell(metrics.get(name, (float("nan"), 0.0, 0))))
             if control:
-                mean, std, k = control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))
-                cells.append(f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}")
+                cells.append(_cell(control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))))
             body.append(cells)
         if len(rows) > 1:
             avg = ["avg", "", ""]
@@ -207,8 +339,5 @@ def format_tables(records) -> str:
                 values = [control.get(key, {}).get(head, (float("nan"),))[0] for key in rows]
                 avg.append(f"{statistics.fmean(values):.1f}")
             body.append(avg)
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-        lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in body]
-        blocks.append("\n".join(lines))
+        blocks.append(_grid(title, header, body))
     return "\n\n".join(blocks)

@@ -36,7 +36,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", default="auto", metavar="DEVICE", help="cpu, cuda, cuda:1, mps or auto (default)")
     parser.add_argument("--layers", metavar="all|K,K", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
     parser.add_argument("--plot", metavar="STEM",
-                        help="probes: write the layer-sweep figure STEM.png and STEM.pdf (score vs layer per probe)")
+                        help="probes: write the layer-sweep figure STEM.png and STEM.pdf (xeval report --plot layers)")
     parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
                         help="zero-shot (train on English) or translate-train (the card's translated training data)")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
@@ -58,7 +58,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def run(args) -> int:
     from xeval.errors import UserError
-    from xeval.runner import RunOptions, format_tables, parse_seeds
+    from xeval.runner import RunOptions, RunSummary, format_tables, parse_seeds
     from xeval.runner import run as run_suite
 
     if args.threads:
@@ -80,16 +80,18 @@ def run(args) -> int:
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
         control=args.control, control_seed=args.control_seed,
     )
-    records = run_suite(opts)
+    summary = RunSummary()
+    records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
+                        summary=summary)
     print()
-    print(format_tables(records))
     _layer_sweep_summary(records, args.plot)
+    print(summary.line())
     return 0
 
 
 def _layer_sweep_summary(records, plot_stem: str | None) -> None:
     """Probes over several layers: the universal layer per probe, and the figure under --plot."""
-    from xeval.adapters.sweep import layer_curves, plot_layer_sweep
+    from xeval.adapters.sweep import layer_curves
     from xeval.controls import LABELS, control_parents
 
     curves = [c for c in layer_curves(records) if len(c.scores) > 1]
@@ -108,5 +110,7 @@ def _layer_sweep_summary(records, plot_stem: str | None) -> None:
         if not curves:
             print("--plot: no probe was run over several layers; no figure written")
             return
-        paths = plot_layer_sweep(records, plot_stem)
+        from xeval.report import plots, tables
+
+        paths = plots.plot(tables.Results(records), "layers", plot_stem)
         print("layer-sweep figure: " + ", ".join(map(str, paths)))
