@@ -47,6 +47,20 @@ def require_file(root: Path, relative: str) -> Path:
     return path
 
 
+def one_card_world(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """(tasks folder, data folder) for tests of a hand-written card: ``$XEVAL_TASKS`` points at the tasks folder,
+    whose suite ``t`` runs the one card ``tiny`` (the test writes ``tiny.yaml``); the data folder is in the shared
+    layout (``xnli_xtreme/`` exists); the cwd is ``tmp_path``."""
+    tasks = tmp_path / "tasks"
+    (tasks / "suites").mkdir(parents=True)
+    (tasks / "suites" / "t.yaml").write_text("name: t\ntasks:\n  - tiny\n")
+    monkeypatch.setenv("XEVAL_TASKS", str(tasks))
+    data = tmp_path / "data"
+    (data / "xnli_xtreme").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    return tasks, data
+
+
 @pytest.fixture(scope="module")
 def tiny_encoder(data_root):
     """An Encoder over the shared tiny BERT of tests/helpers_transfer.py (the model is built once per process;

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import one_card_world
 from xeval import cli
 from xeval.tasks import load_suite
 
@@ -125,13 +126,7 @@ licence: test
 @pytest.fixture
 def tiny_suite(tmp_path, monkeypatch):
     """A task folder ($XEVAL_TASKS) with one two-language card and a suite, and a shared-layout data folder."""
-    tasks = tmp_path / "tasks"
-    (tasks / "suites").mkdir(parents=True)
-    (tasks / "suites" / "t.yaml").write_text("name: t\ntasks:\n  - tiny\n")
-    monkeypatch.setenv("XEVAL_TASKS", str(tasks))
-    data = tmp_path / "data"
-    (data / "xnli_xtreme").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path)
+    tasks, data = one_card_world(tmp_path, monkeypatch)
 
     def make(kind: str, files: dict[str, str]) -> Path:
         spec = {
@@ -157,7 +152,8 @@ def _snapshot(folder: Path) -> dict[str, int]:
         ("pairs", {"dev-de.tsv": "a\tb\tneutral\r\n", "dev-fr.tsv": "a\tb\tneutral\r\nc\td\tentailment\r\nonly one\r\n"},
          "dev-fr.tsv", 3),
         ("tagging", {"dev-de.tsv": "Das\tDET\n\n", "dev-fr.tsv": "Le\tDET\nchat\n\n"}, "dev-fr.tsv", 2),
-        ("squad", {"dev-de.json": '{"data": []}', "dev-fr.json": '{"data": [\n  {"title": "t",,}\n]}'}, "dev-fr.json", 2),
+        ("squad", {"dev-de.json": '{"data": [{"title": "t", "paragraphs": [{"context": "c", "qas": [{"id": "1", '
+                                 '"question": "q", "answers": [{"text": "c", "answer_start": 0}]}]}]}]}', "dev-fr.json": '{"data": [\n  {"title": "t",,}\n]}'}, "dev-fr.json", 2),
     ],
 )
 def test_malformed_file_exits_2_with_path_line_and_writes_nothing(tiny_suite, tmp_path, capsys, kind, files, bad, line):

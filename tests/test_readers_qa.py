@@ -76,12 +76,17 @@ def test_mismatch_policies(tmp_path):
 
 
 def test_missing_start_and_no_answers(tmp_path):
+    path = write(tmp_path, squad([{"id": "a", "question": "?", "answers": [{"text": "Paris"}]}]))
+    (a,) = read_squad(path, "en", "test")
+    assert a.answers[0].start == -1
+    path = write(tmp_path, squad([{"id": "a", "question": "?"}, {"id": "b", "question": "?", "answers": []}]))
+    assert [q.answers for q in read_squad(path, "en", "test")] == [[], []]  # label-free: every question
     path = write(
         tmp_path,
         squad([{"id": "a", "question": "?", "answers": [{"text": "Paris"}]}, {"id": "b", "question": "?"}]),
     )
-    a, b = read_squad(path, "en", "test")
-    assert a.answers[0].start == -1 and b.answers == []
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:\d+: expected answers for question 'b'"):
+        read_squad(path, "en", "test")  # partly unlabelled: an error naming the question
 
 
 def test_duplicate_ids(tmp_path):

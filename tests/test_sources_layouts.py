@@ -99,7 +99,7 @@ def test_mnli_json_training_subset(tmp_path):
     examples = load_examples(load_card("xnli"), "en", "train", DataRoot.resolve(tmp_path))
     assert [(e.text_a, e.label) for e in examples] == [("A man.", "entailment"), ("x", "neutral")]
     _write(tmp_path, "multinli_train_subset/glue_pretrain_MNLI/dev.json", '{"0": {"text_a": "a", "text_b": "b", "label": "maybe"}}')
-    with pytest.raises(DataError, match=r"dev\.json: example '0': expected a label in"):
+    with pytest.raises(DataError, match=r"dev\.json:1: example '0': expected a label in"):
         load_examples(load_card("xnli"), "en", "train", DataRoot.resolve(tmp_path))
 
 

@@ -38,3 +38,24 @@ def write_text(path: str | Path, text: str) -> None:
 
 def write_json(path: str | Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def check_output(path: str | Path, what: str, *, folder: bool) -> None:
+    """Before any computing: ``path`` can be created as a folder (``folder``) or a file, and written. A UserError
+    otherwise, so a bad ``--out`` fails in the first second instead of after the whole run."""
+    from xeval.errors import UserError
+
+    path = Path(path)
+    if path.exists() and folder and not path.is_dir():
+        raise UserError(f"{path}: {what} expects a folder, found a file there")
+    if path.exists() and not folder and path.is_dir():
+        raise UserError(f"{path}: {what} expects a file name, found a folder there")
+    for name in (path.name, *(p.name for p in path.parents)):
+        if len(name.encode("utf-8")) > 255:
+            raise UserError(f"{path}: {what}: the name {name[:40]!r}... is longer than a file system allows "
+                            f"(255 bytes)")
+    parent = next(p for p in (path, *path.parents) if p.exists())
+    if not parent.is_dir():
+        raise UserError(f"{path}: {what} lies under {parent}, which is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{path}: {what}: cannot write under {parent} (permission denied)")

@@ -90,7 +90,16 @@ class Encoder:
         self.is_local = local.exists()
         if self.is_local and not (local / "config.json").is_file():
             raise UserError(f"{local}: expected a model directory with config.json, found none")
+        if self.is_local:
+            from xeval.model_files import check_model_folder
+
+            check_model_folder(local)
         source = str(local) if self.is_local else self.spec
+        from safetensors import SafetensorError
+        from transformers.utils import logging as hf_logging
+
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # the "Loading weights" bar would come before an error's one line
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(
                 source, revision=revision, trust_remote_code=trust_remote_code, use_fast=True
@@ -102,9 +111,13 @@ class Encoder:
                 use_safetensors=True,
                 dtype=dtype,
             )
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, TypeError, KeyError, SafetensorError) as err:
+            # a folder or hub repository transformers cannot read (the local checks above catch the usual cases)
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(f"{self.spec}: cannot load model and tokenizer ({first})") from None
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
         if not getattr(self.tokenizer, "is_fast", False):
             raise UserError(f"{self.spec}: xeval needs a fast tokenizer (word↔subword maps); none found")
         self.model.to(self.device).eval()

@@ -25,7 +25,7 @@ run leaves only whole records and a rerun skips what is already there (resume) u
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -34,6 +34,7 @@ from pathlib import Path
 from xeval import provenance
 from xeval.atomic import write_json
 from xeval.errors import DataError
+from xeval.textfile import read_json
 
 SCHEMA = "xeval.result/1"
 
@@ -79,9 +80,12 @@ class Record:
         return read_outcomes(self.source) if self.source is not None else None
 
     @classmethod
-    def from_json(cls, obj: dict, path: str | Path = "<record>") -> Record:
+    def from_json(cls, obj: dict, path: str | Path = "<record>", text: str = "") -> Record:
+        if not isinstance(obj, dict):
+            raise DataError(path, 1, f"expected a result record (a JSON object), found a JSON {type(obj).__name__}")
         if obj.get("schema") != SCHEMA:
             raise DataError(path, None, f"expected a result record with schema {SCHEMA!r}, found {obj.get('schema')!r}")
+        _check_shape(obj, path, text)
         try:
             unit = Unit(**obj["unit"])
             return cls(
@@ -99,8 +103,46 @@ class Record:
             raise DataError(path, None, f"expected a complete result record, found a bad field ({err})") from None
 
 
+_UNIT_TYPES = {"model": str, "task": str, "lang": str, "split": str, "seed": int, "layer": (int, type(None)),
+               "setting": str}
+
+
+def _check_shape(obj: dict, path, text: str = "") -> None:
+    """Types of the fields a record is keyed and scored by, so a wrong one is named here (with its line in
+    ``text``, the raw file), not met as a traceback in a report."""
+
+    def fail(key: str, message: str):
+        at = text.find(f'"{key}":')
+        raise DataError(path, text.count("\n", 0, at) + 1 if at >= 0 else None, message)
+
+    unit, metrics = obj.get("unit"), obj.get("metrics")
+    if not isinstance(unit, dict):
+        fail("unit", f"expected 'unit' to be an object, found {type(unit).__name__}")
+    for key, kind in _UNIT_TYPES.items():
+        if key in unit and (isinstance(unit[key], bool) or not isinstance(unit[key], kind)):
+            fail(key, f"expected unit.{key} to be {getattr(kind, '__name__', 'an integer or null')}, "
+                      f"found {unit[key]!r:.60}")
+    if not isinstance(metrics, dict):
+        fail("metrics", f"expected 'metrics' to map names to numbers, found {type(metrics).__name__}")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            fail(name, f"expected metrics.{name} to be a number, found {value!r:.60}")
+    if isinstance(obj.get("n_examples"), bool) or not isinstance(obj.get("n_examples"), int):
+        fail("n_examples", f"expected n_examples to be an integer, found {obj.get('n_examples')!r:.60}")
+
+
+_MAX_NAME = 120  # characters of a slug; file systems hold 255 bytes a name, and the store adds suffixes
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_") or "_"
+    """A file-name-safe form of ``text``; a long one keeps its start and gets a hash of the whole (names stay
+    distinct and within what the file system holds)."""
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_") or "_"
+    if slug in {".", ".."}:
+        slug = slug.replace(".", "_")
+    if len(slug) > _MAX_NAME:
+        slug = f"{slug[:_MAX_NAME - 13]}-{hashlib.sha256(str(text).encode()).hexdigest()[:12]}"
+    return slug
 
 
 def stamp(duration_s: float | None = None) -> dict:
@@ -153,11 +195,8 @@ class Store:
 
     @staticmethod
     def _load(path: Path) -> Record:
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(path, err.lineno, f"expected a JSON result record, found invalid JSON ({err.msg})") from None
-        record = Record.from_json(obj, path)
+        obj, text = read_json(path, "a JSON result record")
+        record = Record.from_json(obj, path, text)
         record.source = path
         return record
 

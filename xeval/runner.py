@@ -42,6 +42,9 @@ class RunOptions:
     control_seed: int = 0  # torch seed of the control's weights
 
 
+MAX_SEEDS = 1000
+
+
 def parse_seeds(text: str | int) -> list[int]:
     """``3`` -> seeds 1, 2, 3; ``1,5,7`` -> exactly those."""
     text = str(text).strip()
@@ -49,11 +52,19 @@ def parse_seeds(text: str | int) -> list[int]:
         if "," in text:
             seeds = [int(s) for s in text.split(",") if s.strip()]
         else:
-            seeds = list(range(1, int(text) + 1))
+            count = int(text)
+            if count > MAX_SEEDS:  # before building the list: --seeds 99999999999999999999 must not fill the memory
+                raise UserError(f"--seeds: expected a count of at most {MAX_SEEDS}, found {text!r}")
+            seeds = list(range(1, count + 1))
     except ValueError:
         raise UserError(f"--seeds: expected a count (3) or a list (1,2,5), found {text!r}") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise UserError(f"--seeds: expected at least one seed and no repeats, found {text!r}")
+    if "," not in text and len(seeds) > MAX_SEEDS:
+        raise UserError(f"--seeds: expected a count of at most {MAX_SEEDS}, found {text!r}")
+    bad = [s for s in seeds if not 0 <= s < 2**32]
+    if bad:
+        raise UserError(f"--seeds: expected seeds in 0..{2**32 - 1} (numpy's range), found {bad[0]}")
     return seeds
 
 
@@ -128,12 +139,19 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
     summary = summary if summary is not None else RunSummary()
     started = time.perf_counter()
     from xeval.adapters import RunContext, get_adapter
+    from xeval.adapters.training import Recipe
+    from xeval.atomic import check_output
     from xeval.data.sources import DataRoot
     from xeval.encoders import Encoder
     from xeval.results import Store
     from xeval.tasks import load_suite
 
     control = check_control(opts.control)
+    check_output(opts.out, "--out", folder=True)
+    for flag, path in (("--export-predictions", opts.export_predictions), ("--export-labels", opts.export_labels)):
+        if path:
+            check_output(path, flag, folder=True)
+    Recipe.build(opts.recipe)  # a bad override (--batch-size 0, --learning-rate nan) fails before any loading
     suite = load_suite(opts.suite)
     chosen = select_cards(suite, opts.tasks, opts.langs)
     data = DataRoot.resolve(opts.data)

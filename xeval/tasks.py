@@ -56,6 +56,7 @@ import yaml
 
 from xeval.errors import ConfigError
 from xeval.provenance import hash_json
+from xeval.textfile import read_utf8
 
 LAYOUTS = ("shared", "xtreme")
 _CARD_KEYS = {
@@ -188,7 +189,7 @@ class Suite:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
+        obj = yaml.safe_load(read_utf8(path, "YAML"))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -140,7 +140,7 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
     family = family_cls(card, ctx, recipe)
     out: list[Record] = [r for r in found if r is not None]
     if missing:
-        lang_t, split_t = _train_source(card, setting, train_lang or card.train["lang"])
+        lang_t, split_t = _train_source(card, setting, train_lang or (card.train or {}).get("lang"))
         try:
             train = subsample(load(card, lang_t, split_t, ctx), recipe.max_train)
         except ConfigError as err:

@@ -99,6 +99,7 @@ class Recipe:
                     setattr(self, f.name, int(value))
             except (TypeError, ValueError):
                 raise ConfigError(f"recipe field {f.name}: expected a number, found {value!r}") from None
+        self._check_ranges()
         if self.model_selection is not None:
             text = str(self.model_selection).lower()
             if "best" in text or "dev" in text:
@@ -114,6 +115,28 @@ class Recipe:
             self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
         if not self.label_first_subword:
             raise ConfigError("recipe field label_first_subword: only true (XTREME's scheme) is implemented")
+
+    # Fields that must be >= 1 when set: a 0 or a negative value would train on nothing, or (max_eval) slice the
+    # evaluation set from its end (examples[:-5]) or keep all of it (examples[:0] reads as "no limit").
+    _POSITIVE = ("batch_size", "gradient_accumulation", "per_device_batch_size", "eval_batch_size", "max_length",
+                 "max_steps", "eval_every", "max_train", "max_dev", "max_eval", "doc_stride", "max_query_length",
+                 "max_answer_length", "n_best_size")
+
+    def _check_ranges(self) -> None:
+        for name in self._POSITIVE:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"recipe field {name}: expected an integer >= 1, found {value!r}")
+        for name, low, strict in (("learning_rate", 0.0, True), ("epochs", 0.0, True), ("adam_epsilon", 0.0, True),
+                                  ("max_grad_norm", 0.0, True), ("weight_decay", 0.0, False),
+                                  ("warmup_ratio", 0.0, False)):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < low or (strict and value == low):
+                raise ConfigError(f"recipe field {name}: expected a finite number {'>' if strict else '>='} {low:g}, "
+                                  f"found {value!r}")
+        if self.warmup_steps < 0 or self.warmup_ratio >= 1:
+            raise ConfigError(f"recipe: expected warmup_steps >= 0 and warmup_ratio < 1, found {self.warmup_steps} "
+                              f"and {self.warmup_ratio:g}")
 
     @property
     def micro_batch_size(self) -> int:

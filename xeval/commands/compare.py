@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from xeval.atomic import write_text
+from xeval.atomic import check_output, write_text
 from xeval.errors import UserError
-from xeval.report.compare import baseline_entries, compare, parse_tolerances, read_baseline, render
+from xeval.report.compare import (
+    baseline_entries,
+    check_tolerance,
+    compare,
+    parse_tolerances,
+    read_baseline,
+    render,
+)
 from xeval.results import load_records
 
 NAME = "compare"
@@ -37,14 +44,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    if args.out:
+        check_output(args.out, "--out", folder=False)
     if args.significance:
         return _significance(args)
     if args.pair:
         raise UserError("positional runs A B are for --significance; the regression gate takes --baseline and --current")
     if not args.baseline or not args.current:
         raise UserError("expected --baseline FILE and --current RUN (or --significance A B)")
-    if args.tolerance < 0:
-        raise UserError(f"--tolerance cannot be negative, found {args.tolerance:g}")
+    check_tolerance(args.tolerance, "--tolerance")
     baseline, baseline_model = read_baseline(args.baseline)
     current, current_model = baseline_entries(load_records(args.current), model=args.model)
     result = compare(baseline, current, args.tolerance, parse_tolerances(args.metric_tolerances))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xeval.atomic import write_text
+from xeval.atomic import check_output, write_text
 from xeval.errors import UserError
 from xeval.report import plots, render, tables
 from xeval.report.compare import baseline_document, dump_baseline
@@ -45,6 +45,8 @@ def _layer(text: str):
 
 
 def run(args) -> int:
+    if args.out:
+        check_output(args.out, "--out", folder=False)
     records = load_records(args.runs)
     if args.format == "baseline":
         doc = baseline_document(records, model=args.model, sources=args.runs)

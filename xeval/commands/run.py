@@ -61,6 +61,8 @@ def run(args) -> int:
     from xeval.runner import RunOptions, RunSummary, format_tables, parse_seeds
     from xeval.runner import run as run_suite
 
+    if args.threads is not None and args.threads < 1:
+        raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
     if args.threads:
         import torch
 

@@ -43,6 +43,8 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                     ) from None
                 if number == 1 and text.startswith("\ufeff"):
                     text = text[1:]
+                if "\x00" in text:
+                    raise DataError(path, number, f"expected text, found a NUL byte at column {text.index(chr(0)) + 1}")
                 yield number, text
     except (OSError, EOFError, zlib.error) as err:  # truncated or corrupt gzip stream
         raise DataError(

@@ -25,8 +25,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from xeval.data._text import iter_lines
 from xeval.data.examples import Bitext, SentencePair
 from xeval.errors import DataError, UserError
+from xeval.textfile import line_of, read_json
 
 # Reader keys a card's ``format`` may name; each maps to a loader below.
 FORMATS = ("tagging", "pairs", "conllu", "mnli_json", "squad", "tatoeba", "bucc", "alignment", "dictionary")
@@ -186,13 +188,20 @@ def load_examples(card, lang: str, split: str, root: DataRoot, seed: int = 0) ->
 
 
 def _load_all(card, lang: str, split: str, root: DataRoot) -> list:
+    from xeval.data.validate import check_examples
+
     if root.layout == "hub":
         from xeval.data import hub
 
-        return hub.load(card, lang, split, root.path)
-    src = resolve(card, lang, split, root)
-    loader = _LOADERS[src.format]
-    return loader(src, lang, split)
+        examples = hub.load(card, lang, split, root.path)
+        ident = hub.identity(card, lang, split)
+        where, fmt = f"hf://{ident['path']}@{ident['revision']}/{ident['config']}/{ident['split']}", "hub"
+    else:
+        src = resolve(card, lang, split, root)
+        examples = _LOADERS[src.format](src, lang, split)
+        where, fmt = ", ".join(map(str, src.files)), src.format
+    check_examples(card, lang, split, examples, where, line_per_token=fmt == "tagging")
+    return examples
 
 
 def _subsample_indices(card, lang: str, split: str, total: int, seed: int) -> list[int] | None:
@@ -302,19 +311,24 @@ def _load_mnli_json(src, lang, split) -> list[SentencePair]:
     out: list[SentencePair] = []
     labels = {"entailment", "neutral", "contradiction"}
     for path in src.parts["path"]:
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(path, err.lineno, f"expected JSON, found invalid JSON ({err.msg})") from None
+        obj, text = read_json(path, "MultiNLI JSON")  # a BOM is accepted, as in SQuAD JSON
         if not isinstance(obj, dict):
             raise DataError(path, 1, f"expected an object of numbered examples, found {type(obj).__name__}")
         for i, (key, item) in enumerate(obj.items()):
             if not isinstance(item, dict) or not {"text_a", "text_b", "label"} <= set(item):
-                raise DataError(path, None, f"example {key!r}: expected text_a, text_b and label, found {item!r:.80}")
+                raise DataError(path, _json_key_line(text, key), f"example {key!r}: expected text_a, text_b and label, found {item!r:.80}")
+            for field in ("text_a", "text_b"):
+                if not isinstance(item[field], str) or not item[field].strip() or "\x00" in item[field]:
+                    raise DataError(path, _json_key_line(text, key), f"example {key!r}: expected a non-empty string {field} without NUL "
+                                                f"bytes, found {item[field]!r:.60}")
             if item["label"] not in labels:
-                raise DataError(path, None, f"example {key!r}: expected a label in {sorted(labels)}, found {item['label']!r}")
+                raise DataError(path, _json_key_line(text, key), f"example {key!r}: expected a label in {sorted(labels)}, found {item['label']!r}")
             out.append(SentencePair(item["text_a"], item["text_b"], item["label"], lang, split, str(path), i))
     return out
+
+
+def _json_key_line(text: str, key: str) -> int:
+    return line_of(text, json.dumps(key) + ":") or 1
 
 
 def _load_tatoeba(src, lang, split) -> list[Bitext]:
@@ -324,8 +338,8 @@ def _load_tatoeba(src, lang, split) -> list[Bitext]:
 
         return read_tatoeba(src_path.parent, lang)
     # Any other pair of line-aligned files (e.g. XTREME's ``xx-en.xx`` / ``xx-en.en``).
-    a = src_path.read_text(encoding="utf-8").splitlines()
-    b = tgt_path.read_text(encoding="utf-8").splitlines()
+    a = [line for _, line in iter_lines(src_path)]
+    b = [line for _, line in iter_lines(tgt_path)]
     if len(a) != len(b):
         raise DataError(tgt_path, min(len(a), len(b)) + 1,
                         f"expected as many lines as {src_path} ({len(a)}), found {len(b)}")

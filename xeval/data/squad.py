@@ -25,6 +25,7 @@ from typing import Any
 
 from xeval.data.examples import Answer, QAExample
 from xeval.errors import DataError
+from xeval.textfile import read_utf8
 
 
 def mlqa_filename(context_lang: str, question_lang: str, split: str) -> str:
@@ -57,10 +58,7 @@ def read_squad(
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, "expected a readable file, found none")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise DataError(path, None, f"expected UTF-8 JSON, found a bad byte at offset {err.start}") from None
+    text = read_utf8(path, "JSON")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -163,6 +161,16 @@ def read_squad(
                         qid, qa["question"], context, answers, lang, split, source, len(examples), title
                     )
                 )
+    unanswered = [ex.id for ex in examples if not ex.answers]
+    if unanswered and len(unanswered) < len(examples):
+        # A file is label-free only when every question is; one question without answers among labelled ones
+        # is a broken file, and scoring around it (or calling the whole file label-free) would hide that.
+        raise DataError(
+            path,
+            _line_of(text, unanswered[0]),
+            f"expected answers for question {unanswered[0]!r} as for {len(examples) - len(unanswered)} other "
+            f"question(s) of the file, found none ({len(unanswered)} question(s) without answers)",
+        )
     if mismatches and on_mismatch == "warn":
         warnings.warn(
             f"{path}: {mismatches} answer_start value(s) do not point at their answer text "

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -22,7 +21,8 @@ import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 from xeval.atomic import write_json, write_text
-from xeval.errors import UserError
+from xeval.errors import DataError, UserError
+from xeval.textfile import read_json
 
 
 def export_model(encoder, out: Path) -> None:
@@ -74,12 +74,30 @@ def latest_state(out: Path) -> Path | None:
     return path
 
 
+def clean_partial_states(out: Path) -> list[Path]:
+    """Remove ``state/.step-*`` folders a kill during a save left behind (never named by ``state/latest``)."""
+    stale = sorted(p for p in (out / "state").glob(".step-*") if p.is_dir())
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
 def read_state_json(path: Path) -> dict:
-    return json.loads((path / "state.json").read_text(encoding="utf-8"))
+    file = path / "state.json"
+    obj, _ = read_json(file, f"the training state's JSON (delete {path.name} to resume from the one before)")
+    if not isinstance(obj, dict) or not isinstance(obj.get("step"), int):
+        raise DataError(file, 1, "expected a training state object with an integer 'step'")
+    return obj
 
 
 def load_state(path: Path, model, optimizer) -> dict:
     """Restore model, optimizer and torch RNG from ``path``; returns state.json's content."""
+    from xeval.model_files import check_safetensors
+
+    for name in ("model.safetensors", "optimizer.safetensors", "rng.safetensors"):
+        if not (path / name).is_file():
+            raise DataError(path / name, None, "expected a file of the training state, found none")
+        check_safetensors(path / name)
     missing, unexpected = load_model(model, str(path / "model.safetensors"), strict=False)
     if unexpected or missing:
         raise UserError(f"{path}: state does not match the model (missing {missing[:3]}, unexpected {unexpected[:3]})")

@@ -8,6 +8,7 @@ section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigErr
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from xeval.errors import ConfigError
+from xeval.textfile import read_utf8
 
 # Package data (``xeval/engine/presets/``), so a wheel install has the presets too.
 PRESET_DIR = Path(str(resources.files("xeval.engine") / "presets"))
@@ -96,7 +98,10 @@ class PretrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> PretrainConfig:
-        return cls(
+        for section in SECTIONS:
+            if not isinstance(d.get(section) or {}, dict):
+                raise ConfigError(f"{source}: section {section!r} must be a mapping, found {d[section]!r:.60}")
+        cfg = cls(
             name=d.get("name", "pretrain"),
             size=d.get("size", "tiny"),
             model=dict(d.get("model") or {}),
@@ -105,6 +110,44 @@ class PretrainConfig:
             train=_build(TrainConfig, d.get("train") or {}, source, "train"),
             objectives=trained_objectives(d.get("objectives") or {}, source),
         )
+        _check_values(cfg, source)
+        return cfg
+
+
+MIN_VOCAB = 361  # 4 specials + 256 byte pieces + <mask> + at least 100 learned pieces (engine/tokenizer.py)
+
+
+def _check_values(cfg: PretrainConfig, source: str) -> None:
+    """Values that would fail deep inside training (or train nothing) are a ConfigError naming the key."""
+    tc, dc, kc = cfg.train, cfg.data, cfg.tokenizer
+
+    def need(ok: bool, key: str, value, what: str) -> None:
+        if not ok:
+            raise ConfigError(f"{source}: {key} must be {what}, found {value!r}")
+
+    def number(value) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+    need(isinstance(tc.steps, int) and tc.steps >= 0, "train.steps", tc.steps, "an integer >= 0")
+    need(number(tc.lr) and tc.lr > 0, "train.lr", tc.lr, "a finite number > 0")
+    need(tc.max_seconds is None or (number(tc.max_seconds) and tc.max_seconds > 0), "train.max_seconds",
+         tc.max_seconds, "a finite number of seconds > 0")
+    for key in ("warmup", "seed"):
+        need(isinstance(getattr(tc, key), int) and getattr(tc, key) >= 0, f"train.{key}", getattr(tc, key),
+             "an integer >= 0")
+    for key in ("log_every", "save_every", "keep"):
+        need(isinstance(getattr(tc, key), int) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key),
+             "an integer >= 1")
+    need(tc.threads is None or (isinstance(tc.threads, int) and tc.threads >= 1), "train.threads", tc.threads,
+         "an integer >= 1 or null")
+    need(isinstance(kc.vocab_size, int) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,
+         f"an integer >= {MIN_VOCAB} (specials, 256 byte pieces and at least 100 learned pieces)")
+    need(isinstance(kc.sample_lines, int) and kc.sample_lines >= 1, "tokenizer.sample_lines", kc.sample_lines,
+         "an integer >= 1")
+    for key in ("seq_len", "pair_max_side", "mono_batch", "pair_batch"):
+        need(isinstance(getattr(dc, key), int) and getattr(dc, key) >= 1, f"data.{key}", getattr(dc, key),
+             "an integer >= 1")
+    need(number(dc.alpha) and dc.alpha >= 0, "data.alpha", dc.alpha, "a finite number >= 0")
 
 
 def trained_objectives(objectives: dict, source: str = "config") -> dict:
@@ -156,7 +199,7 @@ def _merge(base: dict, over: dict) -> dict:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_utf8(path, "YAML"))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
     except yaml.YAMLError as err:
@@ -207,6 +250,8 @@ def parse_override(item: str) -> dict:
     if "=" not in item or "." not in item.split("=", 1)[0]:
         raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.steps=100")
     key, value = item.split("=", 1)
+    if key.split(".")[0] not in SECTIONS:
+        raise ConfigError(f"--set {item!r}: unknown section {key.split('.')[0]!r}; expected one of {', '.join(SECTIONS)}")
     out: dict = {}
     node = out
     parts = key.split(".")

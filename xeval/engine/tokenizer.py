@@ -37,7 +37,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, model: str = "unigram
     """Train on ``texts`` (an already language-balanced sample) to exactly ``vocab_size`` ids in total."""
     n_learned = vocab_size - len(SPECIALS) - len(BYTE_PIECES) - 1  # minus specials, bytes, <mask>
     if n_learned < 100:
-        raise ValueError(f"vocab size {vocab_size} leaves {n_learned} learned pieces; use at least 361 + 100")
+        raise ValueError(f"vocab size {vocab_size} leaves {n_learned} learned pieces; use at least 361")
     texts = list(texts)
     if model == "unigram":
         tok = Tokenizer(models.Unigram())
@@ -135,9 +135,16 @@ def build_tokenizer(corpus: list[str], out: str | Path, vocab_size: int = 16000,
     ``out/coverage.json``). Held-out lines (a fixed 1 % by hash) never enter the training sample."""
     import time
 
+    from xeval.engine.config import MIN_VOCAB
     from xeval.engine.data import Corpora, balanced_sample, is_heldout, load_corpora, read_monolingual
     from xeval.errors import ConfigError
 
+    if vocab_size < MIN_VOCAB:  # before reading any corpus
+        raise ConfigError(f"--vocab-size: expected at least {MIN_VOCAB} (4 specials, 256 byte pieces, <mask> and 100 "
+                          f"learned pieces), found {vocab_size}")
+    if sample_lines < 1 or (max_lines is not None and max_lines < 1) or not 0 <= alpha < float("inf"):
+        raise ConfigError(f"expected --sample-lines >= 1, --max-lines >= 1 and a finite --alpha >= 0, found "
+                          f"{sample_lines}, {max_lines} and {alpha}")
     t0 = time.time()
     train = Corpora({}, {}, pairs_in_mono=True)
     held: dict[str, list[str]] = {}

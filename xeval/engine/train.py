@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.flop_counter import FlopCounterMode
 
+from xeval.atomic import write_json
 from xeval.engine import checkpoint as ckpt
 from xeval.engine.config import PretrainConfig
 from xeval.engine.data import CleanConfig, MonoStream, PairStream, balanced_sample, load_corpora
@@ -150,7 +151,7 @@ def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: 
             raise ConfigError(f"tokenizer.path {src}: expected a directory with tokenizer.json")
         if rank == 0 and src.resolve() != out.resolve():
             save_tokenizer(load_tokenizer(src), out)
-    elif not (out / "tokenizer.json").is_file() and rank == 0:
+    elif rank == 0 and not _reusable_tokenizer(cfg, out, log):
         t0 = time.time()
         sample = balanced_sample(corpora, cfg.tokenizer.sample_lines, cfg.data.alpha, cfg.train.seed)
         texts = [t for lines in sample.values() for t in lines]
@@ -159,11 +160,44 @@ def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: 
         except ValueError as err:
             raise ConfigError(f"tokenizer: {err}") from None
         save_tokenizer(tok, out)
+        write_json(out / TOKENIZER_SETTINGS, tokenizer_settings(cfg))
         log.line(f"tokenizer: {cfg.tokenizer.model} {tok.get_vocab_size()} ids from {len(texts)} lines "
                  f"({len(sample)} languages) in {time.time() - t0:.0f}s")  # fmt: skip
         report_coverage(tok, root, cfg, log)
     barrier(world)
     return load_tokenizer(out)
+
+
+TOKENIZER_SETTINGS = "xeval_tokenizer.json"  # beside tokenizer.json: the settings it was trained with
+
+
+def tokenizer_settings(cfg: PretrainConfig) -> dict:
+    """Everything that decides the tokenizer xeval trains: its own section, the corpora and the sampling seed."""
+    data = cfg.to_dict()["data"]
+    return {"tokenizer": cfg.to_dict()["tokenizer"], "seed": cfg.train.seed,
+            "data": {k: data[k] for k in ("root", "layout", "parallel", "monolingual", "languages", "alpha",
+                                          "max_lines", "clean", "pairs_as_mono")}}
+
+
+def _reusable_tokenizer(cfg: PretrainConfig, out: Path, log: Logger) -> bool:
+    """Whether ``out`` holds the tokenizer ``cfg`` would train. One left by a failed run with other settings (say
+    vocab 2000 while the config now asks for 4000) is retrained, never silently reused."""
+    if not (out / "tokenizer.json").is_file():
+        return False
+    settings = out / TOKENIZER_SETTINGS
+    if settings.is_file():
+        try:
+            before = json.loads(settings.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            before = {}
+        diff = config_diff(before, json.loads(json.dumps(tokenizer_settings(cfg))))
+    else:  # written by an older xeval: the vocabulary size is all there is to compare
+        size = load_tokenizer(out).get_vocab_size()
+        diff = "" if size == cfg.tokenizer.vocab_size else f"vocab_size {size} -> {cfg.tokenizer.vocab_size}"
+    if diff:
+        log.line(f"tokenizer: {out / 'tokenizer.json'} was left by an earlier run with other settings ({diff}); "
+                 f"training a new one")
+    return not diff
 
 
 def report_coverage(tok, root: Path, cfg: PretrainConfig, log: Logger, n: int = 200) -> dict:
@@ -244,6 +278,23 @@ def export_random_init(cfg: PretrainConfig, out: str | Path, echo=None) -> dict:
     return pretrain(cfg.updated({"train": {"steps": 0, "max_seconds": None, "stop_after": None}}), out, echo=echo)
 
 
+# What --resume may change: the step / time budget and how often to log and save (none of them changes a number).
+RESUME_MAY_CHANGE = ("steps", "stop_after", "threads", "log_every", "max_seconds", "save_every", "keep")
+
+
+def config_diff(before: dict, after: dict, prefix: str = "") -> str:
+    """``train.lr 0.0005 -> 0.001; tokenizer.vocab_size 2000 -> 4000``: what differs between two config dicts."""
+    parts = []
+    for key in sorted(set(before) | set(after), key=str):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            inner = config_diff(a, b, f"{prefix}{key}.")
+            parts += [inner] if inner else []
+        elif a != b:
+            parts.append(f"{prefix}{key} {a!r} -> {b!r}")
+    return "; ".join(parts)
+
+
 def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device,
               echo=None) -> dict:  # fmt: skip
     tc, dc = cfg.train, cfg.data
@@ -253,12 +304,20 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
     if state_path is None and (out / "state" / "latest").is_file():
         raise UserError(f"{out}: holds a training run already; pass --resume to continue it or choose a new --out")
     elapsed0 = 0.0  # loop seconds of the run before this resume (time budgets)
-    if state_path is not None:  # the saved config wins (only steps / max_seconds / stop_after / threads may change)
+    if state_path is not None:  # the saved config, with only the budget and logging/saving settings changed
         state_json = ckpt.read_state_json(state_path)
-        saved = state_json["config"]
-        saved["train"].update(steps=tc.steps, stop_after=tc.stop_after, threads=tc.threads, log_every=tc.log_every,
-                              max_seconds=tc.max_seconds)  # fmt: skip
-        cfg = PretrainConfig.from_dict(saved)
+        saved = state_json.get("config")
+        if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
+            raise UserError(f"{state_path / 'state.json'}: expected the run's 'config' object, found none")
+        changes = {k: getattr(tc, k) for k in RESUME_MAY_CHANGE}
+        diff = config_diff(saved, {**cfg.to_dict(), "train": {**cfg.to_dict()["train"],
+                                                              **{k: saved["train"].get(k) for k in changes}}})
+        if diff:
+            raise UserError(f"{out}: --resume with a config that differs from the saved run's ({diff}); only "
+                            f"train.{', train.'.join(RESUME_MAY_CHANGE)} may change; resume with the saved config "
+                            f"or choose a new --out")
+        saved["train"].update(changes)
+        cfg = PretrainConfig.from_dict(saved, str(state_path / "state.json"))
         tc, dc = cfg.train, cfg.data
         elapsed0 = float(state_json.get("elapsed_s", 0.0))
     out.mkdir(parents=True, exist_ok=True)
@@ -266,6 +325,9 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
     # first line: what is trained (after null / weight-0 removals), so an ablation's log shows what it left out
     log.line(f"pretrain {cfg.name} size {cfg.size}: objectives "
              + ", ".join(f"{n} (weight {float(o.get('weight', 1.0)):g})" for n, o in cfg.objectives.items()))
+    if rank == 0:
+        for stale in ckpt.clean_partial_states(out):
+            log.line(f"removed {stale}: a checkpoint write that never finished")
     root = data_root(dc)
     t0 = time.time()
     needs = _streams_needed(cfg)

@@ -5,7 +5,8 @@ holding the mean over seeds. Entries name no model: the CI checkpoint is retrain
 weights hash moves while the question stays "is this recipe still as good as it was".
 
 Every baseline entry is checked: the current value is worse by more than the tolerance (absolute, in points;
-lower is better for AER and gaps) -> ``regressed``; absent -> ``missing``; both fail. Better by more than the
+lower is better for AER and gaps) -> ``regressed``; absent, NaN (in any seed) or infinite, or null in the baseline
+-> ``missing``; both fail. Better by more than the
 tolerance -> ``improved`` (reported, passes); otherwise ``ok``. Units the baseline does not know are ``new``.
 """
 
@@ -22,6 +23,7 @@ from xeval.controls import control_parents
 from xeval.errors import DataError, UserError
 from xeval.report.frame import NO_LAYER, long_frame, lower_is_better, seed_stats
 from xeval.results import load_records
+from xeval.textfile import read_json
 
 SCHEMA = "xeval.baseline/1"
 KEY = ("task", "lang", "split", "setting", "layer", "metric")
@@ -52,7 +54,8 @@ def baseline_entries(records, model: str | None = None) -> tuple[list[dict], str
     for row in stats.itertuples(index=False):
         entries.append({"task": row.task, "lang": row.lang, "split": row.split, "setting": row.setting,
                         "layer": None if row.layer == NO_LAYER else int(row.layer), "metric": row.metric,
-                        "value": float(row.mean), "n_seeds": int(row.n_seeds)})
+                        "value": float(row.mean) if math.isfinite(row.mean) else None,  # never NaN in JSON
+                        "n_seeds": int(row.n_seeds)})
     entries.sort(key=lambda e: (e["task"], e["split"], e["setting"], -1 if e["layer"] is None else e["layer"],
                                 e["lang"], e["metric"]))
     return entries, models[0]
@@ -79,10 +82,7 @@ def read_baseline(path: str | Path) -> tuple[list[dict], str | None]:
         return baseline_entries(load_records([path]))
     if not path.is_file():
         raise DataError(path, None, "expected a baseline JSON file or a run folder, found nothing there")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(path, err.lineno, f"expected a baseline JSON file, found invalid JSON ({err.msg})") from None
+    doc, text = read_json(path, "a baseline JSON file")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise DataError(path, None, f"expected a baseline with schema {SCHEMA!r}, found {found!r} "
@@ -91,10 +91,35 @@ def read_baseline(path: str | Path) -> tuple[list[dict], str | None]:
     if not isinstance(entries, list):
         raise DataError(path, None, "expected an 'entries' list in the baseline")
     for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected an object, found {type(entry).__name__}")
         missing = [k for k in (*KEY, "value") if k not in entry]
         if missing:
-            raise DataError(path, None, f"entry {i}: expected fields {', '.join(missing)}")
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected fields {', '.join(missing)}")
+        value = entry["value"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or math.isinf(value)):
+            raise DataError(path, _entry_line(text, i),
+                            f"entry {i}: expected a finite number or null as value, found {value!r}")
+        layer = entry["layer"]
+        if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected an integer or null as layer, "
+                                                        f"found {layer!r}")
+        for name in ("task", "lang", "split", "setting", "metric"):
+            if not isinstance(entry[name], str):
+                raise DataError(path, _entry_line(text, i), f"entry {i}: expected a string as {name}, "
+                                                            f"found {entry[name]!r}")
     return entries, doc.get("model")
+
+
+def _entry_line(text: str, index: int) -> int:
+    """Line of the index-th entry in a baseline as ``dump_baseline`` writes it (one entry a line), else 1."""
+    lines = text.splitlines()
+    try:
+        start = next(n for n, line in enumerate(lines) if line.strip().startswith('"entries"'))
+    except StopIteration:
+        return 1
+    return start + 2 + index if start + 1 + index < len(lines) else 1
 
 
 def parse_tolerances(text: str | None) -> dict[str, float]:
@@ -108,9 +133,14 @@ def parse_tolerances(text: str | None) -> dict[str, float]:
             out[name.strip()] = float(value)
         except ValueError:
             raise UserError(f"--metric-tolerances: expected metric=T (e.g. aer=2,f1=0.5), found {part!r}") from None
-        if out[name.strip()] < 0:
-            raise UserError(f"--metric-tolerances: a tolerance cannot be negative, found {part!r}")
+        check_tolerance(out[name.strip()], f"--metric-tolerances {part}")
     return out
+
+
+def check_tolerance(value: float, what: str) -> None:
+    """A tolerance is a finite number of points >= 0: NaN would make every comparison "within tolerance"."""
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{what}: expected a finite tolerance >= 0 (points), found {value:g}")
 
 
 @dataclass
@@ -140,10 +170,17 @@ def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
         seen.add(key)
         tol = metric_tolerances.get(f"{entry['task']}:{entry['metric']}",
                                     metric_tolerances.get(entry["metric"], tolerance))
-        base = float(entry["value"])
         cur = now.get(key)
-        if cur is None or cur.get("value") is None or math.isnan(float(cur["value"])):
-            rows.append((*key, base, math.nan, math.nan, tol, "missing"))
+        if entry["value"] is None or not math.isfinite(float(entry["value"])):
+            # the baseline has no number here (NaN written as null): nothing to be "within tolerance" of
+            rows.append((*key, math.nan, math.nan if cur is None or cur.get("value") is None else float(cur["value"]),
+                         math.nan, tol, "missing"))
+            continue
+        base = float(entry["value"])
+        if cur is None or cur.get("value") is None or not math.isfinite(float(cur["value"])):
+            # NaN (one seed's NaN included) or inf: never within tolerance, never "improved"
+            value = math.nan if cur is None or cur.get("value") is None else float(cur["value"])
+            rows.append((*key, base, value, math.nan, tol, "missing"))
             continue
         value = float(cur["value"])
         change = value - base
@@ -157,7 +194,8 @@ def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
         rows.append((*key, base, value, change, tol, status))
     for key, entry in now.items():
         if key not in seen:
-            rows.append((*key, math.nan, float(entry["value"]), math.nan, math.nan, "new"))
+            rows.append((*key, math.nan, math.nan if entry["value"] is None else float(entry["value"]),
+                         math.nan, math.nan, "new"))
     frame = pd.DataFrame(rows, columns=[*KEY, "baseline", "current", "change", "tolerance", "status"])
     return Comparison(frame, tolerance, metric_tolerances)
 

@@ -107,9 +107,11 @@ def long_frame(records: Iterable[Record]) -> pd.DataFrame:
 
 
 def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, sample standard deviation (ddof=1; NaN for one seed) and number of seeds per value."""
+    """Mean, sample standard deviation (ddof=1; NaN for one seed) and number of seeds per value. A value that is
+    NaN in one seed makes the mean NaN (shown and gated as missing), never a mean over the other seeds alone."""
     grouped = frame.groupby(KEY_COLUMNS, sort=False)["value"]
-    return grouped.agg(mean="mean", std="std", n_seeds="count").reset_index()
+    return grouped.agg(mean=lambda v: v.mean(skipna=False), std=lambda v: v.std(skipna=False),
+                       n_seeds="size").reset_index()
 
 
 def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,36 @@
+"""Checks every split's examples must pass, whatever reader produced them (files or the hub), before any of them is
+counted by ``data check``, trained on or scored:
+
+- a source yields at least one example (an empty file is a mistake, not "0 examples, ok");
+- every gold tag / label belongs to the card's label set (``labels:``), on evaluation splits as on training data:
+  a tag ``Q-LOC`` in a PAN-X test file would otherwise be scored as a wrong prediction and lower the number
+  without a word. Label-free examples (``tags``/``label`` None, XTREME's official test files) are left alone.
+"""
+
+from __future__ import annotations
+
+from xeval.data.examples import BuccCorpus, SentencePair, TaggedSentence
+from xeval.errors import DataError
+
+
+def check_examples(card, lang: str, split: str, examples: list, where: str, *, line_per_token: bool) -> None:
+    """Raise a DataError naming the file (and line) of the first problem. ``where`` names the source when it is
+    empty; ``line_per_token``: a sentence's k-th word sits on line ``ex.line + k`` (XTREME's one-token-a-line
+    files), else an error names the sentence's first line and the word's position."""
+    if not examples or (isinstance(examples[0], BuccCorpus) and not examples[0].gold):
+        raise DataError(where, None, f"expected examples for task {card.name}, language {lang}, split {split}, "
+                                     f"found none (an empty file)")
+    if not card.labels:
+        return
+    labels = {str(x) for x in card.labels}
+    expected = ", ".join(sorted(labels))
+    for ex in examples:
+        if isinstance(ex, TaggedSentence) and ex.tags is not None:
+            for k, tag in enumerate(ex.tags):
+                if tag not in labels:
+                    line, at = (ex.line + k, "") if line_per_token else (ex.line, f" (word {k + 1} of the sentence)")
+                    raise DataError(ex.source, line, f"expected a tag of task {card.name} ({expected}), "
+                                                     f"found {tag!r}{at}")
+        elif isinstance(ex, SentencePair) and ex.label is not None and ex.label not in labels:
+            raise DataError(ex.source, ex.line, f"expected a label of task {card.name} ({expected}), "
+                                                f"found {ex.label!r}")
