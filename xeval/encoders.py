@@ -83,6 +83,9 @@ class Encoder:
         from transformers import AutoModel, AutoTokenizer
 
         _import_engine()
+        if not isinstance(model, str | os.PathLike):
+            raise UserError(f"expected a hub id or a model folder, found a {type(model).__name__}; for a model in "
+                            "memory use Encoder.from_objects(model, tokenizer) or xeval.evaluate((model, tokenizer))")
         self.spec = str(model)
         self.revision = revision
         self.device = torch.device(device)
@@ -127,6 +130,30 @@ class Encoder:
         self.max_length = max_length or self._default_max_length()
         self._hash: str | None = None
         self.control: dict | None = None  # set on a control copy (``random_init``): what it controls for
+
+    @classmethod
+    def from_objects(cls, model: torch.nn.Module, tokenizer, name: str | None = None,
+                     device: str | None = None) -> Encoder:
+        """An Encoder over a model and a fast tokenizer already in memory (``transformers`` objects). A model with a
+        head (``...ForMaskedLM``) is used through its backbone (``base_model``). Its identity is the exact bytes of
+        the weights (``state_hash``), its name ``name`` or the model's ``name_or_path``."""
+        if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+            raise UserError(f"expected a transformers model (nn.Module with a config), found {type(model).__name__}")
+        if not getattr(tokenizer, "is_fast", False):
+            raise UserError("xeval needs a fast tokenizer (word↔subword maps); pass a PreTrainedTokenizerFast")
+        backbone = getattr(model, "base_model", model)
+        self = cls.__new__(cls)
+        label = name or Path(str(getattr(model.config, "_name_or_path", "") or "")).name or type(model).__name__
+        self.spec, self.revision, self.is_local = label, None, False
+        self.device = torch.device(device) if device else next(backbone.parameters()).device
+        self.tokenizer, self.model = tokenizer, backbone.to(self.device).eval()
+        self.kind = "engine" if getattr(backbone.config, "model_type", "").startswith("xeval") else "hf"
+        self.num_layers = int(backbone.config.num_hidden_layers)
+        self.hidden_size = int(backbone.config.hidden_size)
+        self.max_length = self._default_max_length()
+        self._hash = state_hash(backbone, backbone.config)
+        self.control = None
+        return self
 
     @classmethod
     def random_init(cls, parent: Encoder, seed: int = 0) -> Encoder:

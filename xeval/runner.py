@@ -29,7 +29,7 @@ class RunOptions:
     langs: list[str] | None = None
     seeds: list[int] = field(default_factory=lambda: [1])
     data: str | None = None
-    out: str = "runs"
+    out: str | None = "runs"  # None: records kept in memory, nothing written (the Python API's store=None)
     export_predictions: str | None = None
     export_labels: str | None = None
     overwrite: bool = False

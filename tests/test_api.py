@@ -1,0 +1,67 @@
+"""The Python API (issue 17, item 4): xeval.evaluate -> DataFrame (hub id / path / in-memory pair), store=None
+writes nothing, xeval.load_results reads a store back as the same frame."""
+
+import os
+
+import pandas as pd
+import pytest
+
+import xeval
+from tests.helpers_transfer import tiny_model
+
+PROBE = {"suite": "probes", "tasks": "tatoeba", "langs": ["de", "fr"], "layers": [0, 2], "max_eval": 30}
+
+
+def _files(folder):
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def test_evaluate_a_path_writes_nothing_and_returns_a_row_per_unit(data_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, **PROBE)
+    assert _files(tmp_path) == []  # store=None: no runs/ folder, nothing anywhere under the working directory
+    assert list(frame.columns[:8]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "n_examples"]
+    assert sorted(zip(frame["lang"], frame["layer"])) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 2)]
+    assert (frame["n_examples"] == 30).all() and frame["accuracy_en_xx"].between(0, 100).all()
+    assert (frame["accuracy"] == frame["accuracy_en_xx"]).all()  # XTREME's official direction
+
+
+def test_an_in_memory_pair_scores_like_its_folder_and_a_store_reads_back(data_root, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = tiny_model(data_root)
+    from_path = xeval.evaluate(str(folder), data=data_root, store=tmp_path / "runs", **PROBE)
+    pair = (AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder))
+    in_memory = xeval.evaluate(pair, data=data_root, **PROBE)
+    metrics = ["accuracy_en_xx", "accuracy_xx_en"]
+    key = ["lang", "layer"]
+    left = from_path.sort_values(key).reset_index(drop=True)
+    right = in_memory.sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(left[key + metrics], right[key + metrics])
+    assert right["model"].str.startswith("tiny@").all()  # named after the model's name_or_path
+    loaded = xeval.load_results(tmp_path / "runs").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(loaded, left)
+
+
+def test_bad_model_arguments_are_user_errors(data_root):
+    from xeval.encoders import Encoder
+    from xeval.errors import UserError
+
+    with pytest.raises(UserError, match=r"\(model, tokenizer\) pair"):
+        xeval.evaluate(object(), data=data_root, **PROBE)
+    from transformers import AutoModel
+
+    module = AutoModel.from_pretrained(tiny_model(data_root))
+    with pytest.raises(UserError, match="found a BertModel"):  # was 'File name too long' on the module's repr
+        Encoder(module)
+
+
+@pytest.mark.slow
+def test_evaluate_fine_tuning_in_memory_store(data_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    frame = xeval.evaluate(str(tiny_model(data_root)), suite="xtreme-mini", tasks=["xnli"], langs="en,de",
+                           data=data_root, seeds=[1, 2], max_eval=8,
+                           recipe={"max_train": 32, "max_dev": 8, "epochs": 1, "batch_size": 16})
+    assert _files(tmp_path) == [] and not any(os.scandir(tmp_path))
+    assert sorted(zip(frame["lang"], frame["seed"])) == [("de", 1), ("de", 2), ("en", 1), ("en", 2)]
+    assert frame["layer"].isna().all() and frame["accuracy"].between(0, 100).all()

@@ -1,0 +1,108 @@
+"""The Python API: ``xeval.evaluate`` and ``xeval.load_results``, each returning a pandas DataFrame with one row per
+unit (model, task, language, split, setting, layer, seed) and one column per metric.
+
+    import xeval
+    frame = xeval.evaluate("xlm-roberta-base", suite="xtreme-mini", tasks=["tatoeba"], layers="all")
+    frame = xeval.evaluate((model, tokenizer), suite="probes", tasks=["tatoeba"], langs=["de"])   # in memory
+    frame = xeval.load_results("runs/")                                                          # a store
+
+``evaluate`` runs what ``python -m xeval run`` runs (same cards, adapters, metrics and records); ``store=None``
+(the default) keeps the records in memory and writes nothing, ``store="runs"`` stores and resumes like ``--out``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from xeval.errors import UserError
+
+UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed"]
+
+
+def records_frame(records: Iterable) -> pd.DataFrame:
+    """One row per record: the unit's fields, ``n_examples``, then one column per metric (points, as stored;
+    NaN where a task has no such metric). ``layer`` is None for fine-tuning tasks. Rows in the given order."""
+    rows = []
+    for rec in records:
+        u = rec.unit
+        rows.append({"model": u.model, "task": u.task, "lang": u.lang, "split": u.split, "setting": u.setting,
+                     "layer": u.layer, "seed": u.seed, "n_examples": rec.n_examples, **rec.metrics})
+    frame = pd.DataFrame(rows, columns=None if rows else [*UNIT_COLUMNS, "n_examples"])
+    if "layer" in frame:
+        frame["layer"] = frame["layer"].astype("object").where(frame["layer"].notna(), None)
+    return frame
+
+
+def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str] | None = None,
+             data: str | os.PathLike | None = None, seeds: int | list[int] = 1,
+             layers: str | int | list[int] | None = None, store: str | os.PathLike | None = None, *,
+             suite: str = "xtreme", device: str = "auto", setting: str = "zero-shot", recipe: dict | None = None,
+             max_eval: int | None = None, control: str | None = None, overwrite: bool = False) -> pd.DataFrame:
+    """Evaluate ``model`` on ``tasks`` of ``suite`` and return one row per unit (see ``records_frame``).
+
+    model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
+        memory, or an ``xeval.encoders.Encoder``.
+    tasks, langs: names (a list or a comma-separated string); default every task of the suite, each its own languages.
+    data: the data folder (``--data``); default ``$XEVAL_DATA``, else ``../shared/data``; ``"hub"`` for the hub.
+    seeds: a count (3 = seeds 1, 2, 3) or a list of seeds (fine-tuning tasks; probes are deterministic, seed 0).
+    layers: probes' hidden_states indices: ``"all"``, an int or a list; default each card's own.
+    store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume).
+    recipe: fine-tuning recipe overrides (``{"epochs": 1, "max_train": 1000}``); max_eval: first N examples per
+        language; control: ``"random-init"`` adds the random-init control's rows.
+    """
+    from xeval.encoders import Encoder
+    from xeval.runner import RunOptions, parse_seeds, resolve_device
+    from xeval.runner import run as run_suite
+
+    encoder = None
+    if isinstance(model, Encoder):
+        encoder = model
+    elif isinstance(model, tuple):
+        if len(model) != 2:
+            raise UserError(f"expected a (model, tokenizer) pair, found a tuple of {len(model)}")
+        encoder = Encoder.from_objects(*model, device=None if device == "auto" else device)
+    elif not isinstance(model, str | os.PathLike):
+        raise UserError(f"expected a hub id, a model folder, a (model, tokenizer) pair or an Encoder, found a "
+                        f"{type(model).__name__} (pass a model in memory together with its tokenizer)")
+    recipe = dict(recipe or {})
+    if max_eval is not None:
+        recipe["max_eval"] = int(max_eval)
+    opts = RunOptions(
+        model=str(model) if encoder is None else encoder.spec, suite=suite, tasks=_names(tasks), langs=_names(langs),
+        seeds=parse_seeds(seeds if isinstance(seeds, int | str) else ",".join(map(str, seeds))),
+        data=None if data is None else str(data), out=None if store is None else str(Path(store)),
+        overwrite=overwrite, device=resolve_device(device) if encoder is None else str(encoder.device),
+        layers=_layers(layers), setting=setting, recipe=recipe,
+        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}, control=control,
+    )
+    return records_frame(run_suite(opts, encoder=encoder))
+
+
+def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The records of a store folder (``xeval run --out``), a record file, or several of them, as ``evaluate``
+    returns them (one row per unit)."""
+    from xeval.results import load_records
+
+    paths = [path] if isinstance(path, str | os.PathLike) else list(path)
+    return records_frame(load_records(paths))
+
+
+def _names(value) -> list[str] | None:
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(x).strip() for x in items if str(x).strip()] or None
+
+
+def _layers(value) -> str | None:
+    if value is None or value == "all":
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    return ",".join(str(int(k)) for k in value)
