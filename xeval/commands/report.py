@@ -17,15 +17,17 @@ HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures 
 
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
-    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "all"], default=None,
-                        help="which table(s) (ci: 95%% bootstrap confidence intervals per task and language); default: all that the runs can fill (none when only --plot is given, "
+    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "correlation", "typology", "all"], default=None,
+                        help="which table(s) (ci: 95%% bootstrap confidence intervals per task and language; correlation: Spearman "
+                             "between probes and transfer across languages; typology: transfer gap by family, script, "
+                             "word order); default: all that the runs can fill (none when only --plot is given, "
                              "without --out)")
     parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
                         help="md (GitHub Markdown), latex (booktabs document that compiles as is), csv, or "
                              "baseline (the JSON that xeval compare checks against)")
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of printing")
     parser.add_argument("--plot", action="append", choices=list(plots.KINDS), default=[],
-                        help="figure(s) to draw, PNG + PDF: layers | languages | gap (repeatable)")
+                        help="figure(s) to draw, PNG + PDF: " + " | ".join(plots.KINDS) + " (repeatable)")
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="folder for figures (<DIR>/<kind>.png|pdf); default: beside --out, else figures/")
     parser.add_argument("--split", help="report this split (default: test where present)")

@@ -26,7 +26,7 @@ from xeval.report.tables import (  # noqa: E402
     universal_layer,
 )
 
-KINDS = ("layers", "languages", "gap")
+KINDS = ("layers", "languages", "gap", "correlation")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 _METRIC_LABELS = {
@@ -173,9 +173,53 @@ def plot_gap(results: Results):
     return fig
 
 
+def plot_correlation(results: Results):
+    """Probe score (x) against each task's zero-shot score (y) across languages: a panel per (probe, task), a colour
+    per model, each point labelled with its language, Spearman's ρ and n in the panel title."""
+    from scipy import stats as sps
+
+    from xeval.report.correlation import MIN_LANGUAGES, pairs, per_language
+
+    frame = per_language(results)
+    found = [p for p in pairs(frame, set(results.control_rows())) if p[3] == "score" and p[0] != "pooled"]
+    panels = list(dict.fromkeys((probe, task) for _, probe, task, _, _ in found))
+    if not panels:
+        raise UserError("no probe and fine-tuning task share languages: nothing to plot for --plot correlation")
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    rows = list(dict.fromkeys(r for r, *_ in found))
+    styles = _styles(rows, results.control_rows())
+    for ax, (probe, task) in zip(axes.flat, panels):
+        parts = []
+        for row, p, t, _, joined in found:
+            if (p, t) != (probe, task):
+                continue
+            x, y = joined["value_probe"].to_numpy(), joined["value_task"].to_numpy()
+            style = styles[row]
+            ax.scatter(x, y, color=style["color"], marker=style["marker"], s=22, label=row,
+                       facecolors="white" if style.get("markerfacecolor") == "white" else style["color"])
+            for xi, yi, lang in zip(x, y, joined["lang"]):
+                ax.annotate(lang, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
+            if len(x) >= MIN_LANGUAGES and np.ptp(x) > 0 and np.ptp(y) > 0:
+                parts.append(f"ρ={sps.spearmanr(x, y).statistic:.2f}, n={len(x)}")
+        ax.set_title(f"{task_title(task)} vs {probe}\n" + "; ".join(parts), fontsize=9)
+        ax.set_xlabel(f"{probe} (points)")
+        ax.set_ylabel(f"{task_title(task)} zero-shot score (points)")
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if len(rows) > 1:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
+                   frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def plot(results: Results, kind: str, out: str | Path) -> list[Path]:
     """Draw ``kind`` and write ``<out>.png`` and ``<out>.pdf`` (a suffix on ``out`` is dropped)."""
-    makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap}
+    makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation}
     if kind not in makers:
         raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
     fig = makers[kind](results)

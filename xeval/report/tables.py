@@ -500,7 +500,8 @@ def layer_tables(results: Results) -> list[Table]:
 
 
 def build(results: Results, which: str) -> list[Table]:
-    """The tables for ``--table``: languages | summary | gap | layers | ci | all (those the runs can fill)."""
+    """The tables for ``--table``: languages | summary | gap | layers | ci | correlation | typology | all (those the
+    runs can fill)."""
     if which == "languages":
         return language_tables(results)
     if which == "summary":
@@ -513,12 +514,20 @@ def build(results: Results, which: str) -> list[Table]:
         from xeval.report.uncertainty import ci_tables
 
         return ci_tables(results)
+    if which == "correlation":
+        from xeval.report.correlation import correlation_table
+
+        return [correlation_table(results)]
+    if which == "typology":
+        from xeval.report.typology import typology_tables
+
+        return typology_tables(results)
     if which == "all":
         out = []
-        for kind in ("summary", "gap", "layers", "languages", "ci"):
+        for kind in ("summary", "gap", "layers", "languages", "ci", "correlation", "typology"):
             try:
                 out += build(results, kind)
             except UserError:
                 continue  # a table the runs cannot fill is left out of the full report
         return out
-    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci or all")
+    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci, correlation, typology or all")
