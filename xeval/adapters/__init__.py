@@ -26,6 +26,7 @@ TASK_TYPES = {
     "bitext_mining": "xeval.adapters.mining",  # BUCC 2018
     "alignment": "xeval.adapters.alignment",  # word alignment by OT, scored by AER
     "lexicon": "xeval.adapters.lexicon",  # bilingual lexicon induction (MUSE)
+    "tokenizer_stats": "xeval.adapters.tokenization",  # tokenizer diagnostics per language (FLORES-200)
 }
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from xeval.errors import UserError
-from xeval.report.frame import headline_metric
+from xeval.report.frame import DIAGNOSTIC_TASKS, headline_metric
 from xeval.report.tables import Table, probe_tasks
 from xeval.typology import base_language
 
@@ -31,6 +31,8 @@ def per_language(results) -> pd.DataFrame:
     probes = set(probe_tasks(results))
     rows = []
     for task in results.tasks():
+        if task in DIAGNOSTIC_TASKS:
+            continue
         stats = results.stats[results.stats["task"] == task]
         metric = headline_metric(task, stats["metric"])
         for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):

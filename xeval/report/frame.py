@@ -53,7 +53,12 @@ _HEADLINE = {
 _HEADLINE_ANY = ("aer", "accuracy", "f1", "precision_at_1", "acc", "accuracy_mean", "map_at_20", "exact_match", "em")
 
 # Metrics for which a smaller number is better (the rest: larger is better).
-_LOWER_IS_BETTER = ("aer", "gap", "loss", "perplexity", "ppl", "error", "unk_rate", "unknown_rate")
+_LOWER_IS_BETTER = ("aer", "gap", "loss", "perplexity", "ppl", "error", "unk_rate", "unknown_rate", "fertility",
+                    "byte_fallback_rate", "tokens_per_char")
+
+# Tasks that describe a model's tokenizer rather than score it (xeval/adapters/tokenization.py): never a transfer
+# gap, a correlation target or a typology row of their own.
+DIAGNOSTIC_TASKS = ("tokenizer",)
 
 
 def xtreme_task(task: str) -> str | None:

@@ -26,7 +26,7 @@ from xeval.report.tables import (  # noqa: E402
     universal_layer,
 )
 
-KINDS = ("layers", "languages", "gap", "correlation")
+KINDS = ("layers", "languages", "gap", "correlation", "tokenizer")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 _METRIC_LABELS = {
@@ -217,9 +217,40 @@ def plot_correlation(results: Results):
     return fig
 
 
+def plot_tokenizer(results: Results):
+    """Per task: each language's transfer gap (English minus the language) against its tokenizer fertility
+    (subwords per word on FLORES-200 devtest), a colour per model, points labelled by language."""
+    from xeval.report.tokenization import fertility_points
+
+    points = fertility_points(results)
+    if points.empty:
+        raise UserError("no language has both tokenizer diagnostics and a transfer gap: nothing to plot")
+    tasks = list(dict.fromkeys(points["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.4 * len(tasks), 3.6), squeeze=False)
+    styles = _styles(list(dict.fromkeys(points["row"])), {})
+    for ax, task in zip(axes[0], tasks):
+        for row, group in points[points["task"] == task].groupby("row", sort=False):
+            ax.scatter(group["fertility"], group["gap"], label=row, s=22, color=styles[row]["color"],
+                       marker=styles[row]["marker"])
+            for x, y, lang in zip(group["fertility"], group["gap"], group["lang"]):
+                ax.annotate(lang, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points")
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_title(f"{task_title(task)}: transfer gap vs fertility")
+        ax.set_xlabel("subwords per word (FLORES-200 devtest)")
+        ax.set_ylabel("gap: English minus language (points)")
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if len(labels) > 1:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
+                   frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def plot(results: Results, kind: str, out: str | Path) -> list[Path]:
     """Draw ``kind`` and write ``<out>.png`` and ``<out>.pdf`` (a suffix on ``out`` is dropped)."""
-    makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation}
+    makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation,
+              "tokenizer": plot_tokenizer}
     if kind not in makers:
         raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
     fig = makers[kind](results)

@@ -29,6 +29,7 @@ from xeval.controls import control_parents
 from xeval.errors import UserError
 from xeval.metrics.xtreme import XTREME, task_summary
 from xeval.report.frame import (
+    DIAGNOSTIC_TASKS,
     NO_LAYER,
     QA_TASKS,
     XTREME_GROUPS,
@@ -410,6 +411,8 @@ def gap_table(results: Results) -> Table:
     rows: dict[str, dict[str, float]] = {}
     tasks = []
     for task in results.tasks():
+        if task in DIAGNOSTIC_TASKS:
+            continue
         stats = results.stats[results.stats["task"] == task]
         metric = headline_metric(task, stats["metric"])
         for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):
@@ -500,8 +503,8 @@ def layer_tables(results: Results) -> list[Table]:
 
 
 def build(results: Results, which: str) -> list[Table]:
-    """The tables for ``--table``: languages | summary | gap | layers | ci | correlation | typology | all (those the
-    runs can fill)."""
+    """The tables for ``--table``: languages | summary | gap | layers | ci | correlation | typology | tokenizer | all
+    (those the runs can fill)."""
     if which == "languages":
         return language_tables(results)
     if which == "summary":
@@ -522,12 +525,16 @@ def build(results: Results, which: str) -> list[Table]:
         from xeval.report.typology import typology_tables
 
         return typology_tables(results)
+    if which == "tokenizer":
+        from xeval.report.tokenization import tokenizer_table
+
+        return [tokenizer_table(results)]
     if which == "all":
         out = []
-        for kind in ("summary", "gap", "layers", "languages", "ci", "correlation", "typology"):
+        for kind in ("summary", "gap", "layers", "languages", "ci", "correlation", "typology", "tokenizer"):
             try:
                 out += build(results, kind)
             except UserError:
                 continue  # a table the runs cannot fill is left out of the full report
         return out
-    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci, correlation, typology or all")
+    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci, correlation, typology, tokenizer or all")

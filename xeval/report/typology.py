@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xeval.errors import UserError
-from xeval.report.frame import headline_metric
+from xeval.report.frame import DIAGNOSTIC_TASKS, headline_metric
 from xeval.report.tables import Table, task_title
 from xeval.typology import ATTRIBUTE_TITLES, ATTRIBUTES, base_language, typology
 
@@ -20,6 +20,8 @@ def language_gaps(results) -> pd.DataFrame:
     """Tidy frame: row, task, lang, gap (English minus the language, points) for every non-English language."""
     rows = []
     for task in results.tasks():
+        if task in DIAGNOSTIC_TASKS:
+            continue
         stats = results.stats[results.stats["task"] == task]
         metric = headline_metric(task, stats["metric"])
         for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):

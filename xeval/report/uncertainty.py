@@ -15,7 +15,7 @@ import pandas as pd
 from xeval.errors import UserError
 from xeval.outcomes import MetricOutcomes
 from xeval.report import stats as st
-from xeval.report.frame import NO_LAYER, headline_metric, lower_is_better
+from xeval.report.frame import DIAGNOSTIC_TASKS, NO_LAYER, headline_metric, lower_is_better
 from xeval.report.tables import Table, order_languages, task_title
 
 
@@ -42,6 +42,8 @@ def cells(results) -> list[Cell]:
         by_unit[(u.model, u.task, u.lang, u.split, u.setting, NO_LAYER if u.layer is None else u.layer, u.seed)] = rec
     out = []
     for task in results.tasks():
+        if task in DIAGNOSTIC_TASKS:
+            continue  # counts over a fixed text, nothing sampled
         stats = results.stats[results.stats["task"] == task]
         metric = headline_metric(task, stats["metric"])
         rows = results.long[(results.long["task"] == task) & (results.long["metric"] == metric)]
