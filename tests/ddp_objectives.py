@@ -20,7 +20,8 @@ CASES = {"mlm": ("mlm", {}), "tlm": ("tlm", {}), "mrtd": ("mrtd", {}), "trtd": (
          "xlco": ("xlco", {"queue_size": 8, "momentum": 0.9}),
          "xlco-reference": ("xlco", {"queue_size": 4, "momentum": 0.9, "projection": True, "similarity": "dot",
                                      "mixup": True, "temperature": 0.25}),
-         "seqcl": ("seqcl", {}), "tokcl": ("tokcl", {"max_links": 4})}  # fmt: skip
+         "seqcl": ("seqcl", {}), "tokcl": ("tokcl", {"max_links": 4}),
+         "tokcl-concat": ("tokcl", {"max_links": 4, "concat": True, "synonyms": True})}  # fmt: skip
 GLOBAL_BATCH = 8  # rows per stream and step, split over the processes
 
 

@@ -136,13 +136,27 @@ def test_xlco_waits_for_full_queue_and_key_encoder_gets_no_gradients():
 
 def test_token_contrast_links_dictionary_pairs_of_a_hand_built_pair():
     table = {"cat": {"katze"}, "sleeps": {"schläft"}, "the": {"die", "der"}, "house": {"haus"}}
-    src = ["▁the", "▁cat", "▁sle", "eps", "▁in", "▁the", "▁house", "."]
-    tgt = ["▁die", "▁Kat", "ze", "▁schl", "äft", "▁im", "▁Haus", "."]
+    src = units(["▁the", "▁cat", "▁sle", "eps", "▁in", "▁the", "▁house", "."], by_piece=False)
+    tgt = units(["▁die", "▁Kat", "ze", "▁schl", "äft", "▁im", "▁Haus", "."], by_piece=False)
+    assert [w for w, _ in tgt] == ["die", "katze", "schläft", "im", "haus"] and tgt[1][1] == [1, 2]
     # "the" is ambiguous (twice in the source); "in" has no entry; "house" -> "Haus" (punctuation stripped)
-    assert find_links(src, tgt, table) == [(1, 1), (2, 3), (6, 6)]
-    assert units(["▁Kat", "ze", "<0xE4>"], by_piece=False) == []  # a word with a byte piece cannot match
+    assert find_links(src, tgt, table) == [(1, 1), (2, 2), (5, 4)]  # word indices
+    assert units(["▁Kat", "ze", "<0xE4>"], by_piece=False) == [("", [0, 1, 2])]  # a byte piece: unmatchable
+    assert units(["▁", "Katze", "▁Haus"], by_piece=False) == [("katze", [1]), ("haus", [2])]  # never a bare ▁
     # languages without spaces match single pieces
-    assert find_links(["▁cat", "▁sleeps"], ["▁猫", "在", "睡"], {"cat": {"猫"}}, tgt_by_piece=True) == [(0, 0)]
+    zh = units(["▁猫", "在", "睡"], by_piece=True)
+    assert find_links(units(["▁cat", "▁sleeps"], False), zh, {"cat": {"猫"}}) == [(0, 0)]
+
+
+def test_word_vectors_are_the_mean_of_their_pieces_and_synonyms_take_two_hops():
+    from xeval.engine.objectives.contrast import expand_synonyms, word_vectors
+
+    h = torch.arange(8.0).view(1, 4, 2)  # positions 0..3: [0,1] [2,3] [4,5] [6,7]
+    vec, valid = word_vectors(h, torch.tensor([[-1, 0, 0, 1]]))
+    assert vec.tolist() == [[[3.0, 4.0], [6.0, 7.0]]] and valid.tolist() == [[True, True]]
+    table = {"big": {"groß"}, "large": {"groß", "weit"}, "wide": {"weit"}, "cat": {"katze"}}
+    assert expand_synonyms(table) == {"big": {"groß", "weit"}, "large": {"groß", "weit"},
+                                      "wide": {"weit", "groß"}, "cat": {"katze"}}  # fmt: skip
 
 
 def test_token_and_sequence_contrast_run_and_backpropagate():
@@ -154,12 +168,21 @@ def test_token_and_sequence_contrast_run_and_backpropagate():
                           {"en-de": {"cat": {"katze"}, "sleeps": {"schläft"}}})  # fmt: skip
     batch = PairBatch([[10, 11], [30, 31, 12]], [[30, 31, 40], [10, 11]], ["en-de", "en-de"], [False, True], [])
     inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))
-    assert inputs["tokcl"]["links"][0, :2].tolist() == [[1, 1], [2, 2]]  # +1 for <s>
-    assert inputs["tokcl"]["links"][1, :2].tolist() == [[1, 1], [2, 2]]  # swapped pair: reverse dictionary
+    assert inputs["tokcl"]["links"][0, :2].tolist() == [[0, 0], [1, 1]]  # word indices
+    assert inputs["tokcl"]["links"][1, :2].tolist() == [[0, 0], [1, 1]]  # swapped pair: reverse dictionary
+    assert inputs["tokcl"]["word_src"][0].tolist() == [-1, 0, 1, -1, -1]  # <s> cat sleeps </s> <pad>
     loss, stats = model(inputs, StepContext(0, 0))
     assert stats["tokcl_links"] == 4
     loss.backward()
     assert model.encoder.embeddings.tokens.weight.grad.abs().sum() > 0
+    # one bilingual instance <s> A </s></s> B </s>: B's words start after A and three specials
+    model = PretrainModel(micro_config(), {"tokcl": {"concat": True}}, TOKENS, pieces,
+                          {"en-de": {"cat": {"katze"}, "sleeps": {"schläft"}}})  # fmt: skip
+    inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))["tokcl"]
+    assert inputs["pair_ids"][0].tolist() == [0, 10, 11, 2, 2, 30, 31, 40, 2]
+    assert inputs["word_tgt"][0].tolist() == [-1, -1, -1, -1, -1, 0, 1, 2, -1]
+    loss, stats = model.objectives["tokcl"](inputs, model, StepContext(0, 0))
+    assert stats["tokcl_links"] == 4 and loss.item() > 0
 
 
 def test_generator_shares_embeddings_and_is_not_exported():
@@ -261,3 +284,25 @@ def test_pooled_loss_norm_is_summed_losses_over_summed_sample_sizes():
     assert pooled == pytest.approx((mlm * n_masked + xlco * 4) / (n_masked + 4))
     with pytest.raises(ConfigError, match="pooled"):
         PretrainModel(micro_config(), {"mlm": {}, "seqcl": {}}, TOKENS, loss_norm="pooled")
+
+
+def test_xlm_tlm_resets_positions_per_side_and_adds_language_embeddings():
+    cfg = micro_config()
+    cfg.languages = ["de", "en"]
+    model = PretrainModel(cfg, {"mlm": {}, "tlm": {"position_reset": True}}, TOKENS)
+    batch = PairBatch([[10, 11, 12], [20, 21]], [[30, 31], [40, 41, 42]], ["en-de", "en-de"], [False, True], [])
+    mono = (torch.randint(4, 999, (2, 6)), ["de", "en"])
+    inputs = model.prepare({"pairs": batch, "mono": mono}, lambda n: torch.Generator().manual_seed(0))
+    tlm = inputs["tlm"]  # <s> A </s></s> B </s>: the second side's positions restart at 0
+    assert tlm["position_ids"][0].tolist() == [0, 1, 2, 3, 4, 0, 1, 2, 3]
+    assert tlm["language_ids"][0].tolist() == [1] * 5 + [0] * 4  # en side, then de side
+    assert tlm["language_ids"][1].tolist() == [0] * 4 + [1] * 5  # swapped: de first
+    assert inputs["mlm"]["language_ids"].tolist() == [[0] * 6, [1] * 6]
+    loss, _ = model(inputs, StepContext(0, 0))
+    loss.backward()
+    assert model.encoder.embeddings.languages.weight.grad.abs().sum() > 0
+    # the XLM-R default: no position or language ids at all
+    plain = PretrainModel(micro_config(), {"tlm": {}}, TOKENS).prepare({"pairs": batch}, lambda n: torch.Generator())
+    assert set(plain["tlm"]) == {"input_ids", "attention_mask", "labels", "n_total"}
+    with pytest.raises(ConfigError, match="mlm and tlm only"):
+        PretrainModel(cfg, {"mlm": {}, "xlco": {}}, TOKENS)

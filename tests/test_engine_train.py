@@ -156,6 +156,7 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
     for key in ("seqcl", "tokcl", "tokcl_acc", "tokcl_links"):  # tokcl_links is a count: summed, not averaged
         assert losses(runs[1], key) == pytest.approx(losses(runs[2], key), rel=1e-4, abs=1e-5), key
     assert min(losses(runs[1], "tokcl_links")) > 0
+    assert "token contrast coverage (first 200 pairs): en-de" in (runs[2] / "train.log").read_text()
     w1 = load_file(str(runs[1] / "model.safetensors"))
     w2 = load_file(str(runs[2] / "model.safetensors"))
     assert all(torch.allclose(w1[k], w2[k], atol=1e-5) for k in w1)

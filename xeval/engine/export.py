@@ -24,6 +24,8 @@ def bert_blockers(c) -> list[str]:
         out.append("bias: false (BERT's Linear and LayerNorm layers have biases)")
     if c.position_embedding != "absolute":
         out.append(f"position_embedding: {c.position_embedding} (BERT adds learned absolute positions)")
+    if c.languages:
+        out.append("languages (XLM's language embeddings: BERT has none)")
     if c.hidden_act not in ("gelu", "relu", "gelu_new"):
         out.append(f"hidden_act: {c.hidden_act}")
     return out

@@ -53,6 +53,9 @@ class XevalConfig(PreTrainedConfig):
     bos_token_id: int | None = 0
     eos_token_id: int | None = 2
     tie_word_embeddings: bool = True
+    languages: list[str] | None = None  # XLM's language embeddings (one learned vector per language, added to every
+    # token of that language) when set; the trainer fills it from the corpora (model.language_embeddings: true).
+    # Callers that pass no language_ids (xeval's Encoder, AutoModel users) get no language vector at all
 
     def check(self) -> None:
         """Raise ValueError on inconsistent options (the trainer turns it into a ConfigError)."""
@@ -172,13 +175,22 @@ class Embeddings(nn.Module):
             if config.position_embedding == "absolute"
             else None
         )
+        self.languages = nn.Embedding(len(config.languages), config.hidden_size) if config.languages else None
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.bias)
         self.drop = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, C)
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None,
+                language_ids: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """(B, T) -> (B, T, C). ``position_ids`` (B, T) default 0..T-1 (XLM's TLM restarts them per side);
+        ``language_ids`` (B, T) add the language embeddings where the model has them."""
         x = self.tokens(input_ids)
         if self.positions is not None:
-            x = x + self.positions(torch.arange(input_ids.shape[1], device=input_ids.device))[None]
+            if position_ids is None:
+                x = x + self.positions(torch.arange(input_ids.shape[1], device=input_ids.device))[None]
+            else:
+                x = x + self.positions(position_ids)
+        if self.languages is not None and language_ids is not None:
+            x = x + self.languages(language_ids)
         return self.drop(self.norm(x))
 
 
@@ -228,6 +240,8 @@ class XevalModel(XevalPreTrainedModel):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         exit_layer: int | None = None,
+        position_ids: torch.Tensor | None = None,
+        language_ids: torch.Tensor | None = None,
         **kwargs,  # token_type_ids etc. from generic callers are accepted and ignored
     ):
         """input_ids, attention_mask: (B, T). ``exit_layer`` k stops after layer k (the engine's contrast layers
@@ -236,7 +250,7 @@ class XevalModel(XevalPreTrainedModel):
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
         B, T = input_ids.shape
-        x = self.embeddings(input_ids)  # (B, T, C)
+        x = self.embeddings(input_ids, position_ids, language_ids)  # (B, T, C)
         mask = None
         # no padding -> no mask, so SDPA can take its fastest path (the check is skipped inside torch.compile,
         # where a data-dependent branch would break the graph)

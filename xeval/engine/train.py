@@ -350,7 +350,10 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             probs = " ".join(f"{k}:{p:.3f}" for k, p in stream.probs.items())
             log.line(f"sampling {name} (alpha {dc.alpha}): {probs}")
 
-    model_cfg = XevalConfig(**{**cfg.model, "vocab_size": tok.get_vocab_size(), "pad_token_id": tokens.pad,
+    model_opts = dict(cfg.model)
+    if model_opts.pop("language_embeddings", False):  # XLM: one embedding per language of the corpora
+        model_opts["languages"] = sorted(set(corpora.mono) | {x for key in corpora.pairs for x in key.split("-")})
+    model_cfg = XevalConfig(**{**model_opts, "vocab_size": tok.get_vocab_size(), "pad_token_id": tokens.pad,
                                "bos_token_id": tokens.bos, "eos_token_id": tokens.eos})  # fmt: skip
     try:
         model_cfg.check()
@@ -365,6 +368,10 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
     pieces = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
     torch.manual_seed(tc.seed)
     model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries, tc.loss_norm).to(device)
+    if "tokcl" in model.objectives:  # how much of the text the dictionaries can supervise, per language pair
+        cover = model.objectives["tokcl"].coverage(corpora.pairs, tok)
+        log.line("token contrast coverage (first 200 pairs): " + ", ".join(
+            f"{k} {c['links_per_pair']:.2f} links/pair, {100 * c['linked']:.0f} % linked" for k, c in cover.items()))
     optimizer = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(tc.beta1, tc.beta2),
                                   eps=tc.eps)  # fmt: skip
     start = 0

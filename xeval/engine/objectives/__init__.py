@@ -43,6 +43,9 @@ class PretrainModel(nn.Module):
             raise ConfigError(f"train.loss_norm pooled is InfoXLM's normalisation of {sorted(POOLED)}; "
                               f"{unpooled} define none")  # fmt: skip
         self.loss_norm = loss_norm
+        if config.languages and set(objectives) - {"mlm", "tlm"}:
+            raise ConfigError(f"model.language_embeddings (XLM's) feed mlm and tlm only; not "
+                              f"{sorted(set(objectives) - {'mlm', 'tlm'})}")  # fmt: skip
         self.encoder = XevalModel(config)
         self.heads = nn.ModuleDict()
         self.objectives = nn.ModuleDict()

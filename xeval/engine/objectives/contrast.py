@@ -1,9 +1,14 @@
 """VECO 2.0's multi-granularity contrast on translation pairs, each side encoded on its own (clean, unmasked):
 
-- ``SequenceContrast``: the pair's two sentence vectors are positives, the other pairs of the (per-rank) batch are
-  negatives (InfoNCE in both directions, temperature t);
-- ``TokenContrast``: token pairs that a bilingual dictionary (MUSE) says translate each other inside the pair are
-  positives; the other tokens of the partner sentence are the negatives (InfoNCE in both directions).
+- ``SequenceContrast``: the pair's two sentence vectors are positives, the other pairs of the *global* batch are
+  negatives (gathered over ranks with gradients; InfoNCE in both directions, temperature t);
+- ``TokenContrast``: word pairs that a bilingual dictionary (MUSE) says translate each other inside the pair are
+  positives; the other words of the partner sentence are the negatives (InfoNCE in both directions). A word's vector
+  is the mean of its pieces' hidden states (a bare ``▁`` piece, SentencePiece's lone word boundary, never counts).
+  ``concat: true`` encodes the pair as one bilingual instance ``<s> A </s></s> B </s>`` (the paper's description)
+  instead of reading the sides' separate passes; ``synonyms: true`` widens each word's translations by the other
+  translations of the words that share one (two hops through the dictionary: the stand-in for the paper's
+  thesaurus).
 
 Both read the same forward pass (cached in the step context), so VECO 2.0 costs one encoder pass per side.
 Dictionary links are found on the CPU in ``prepare`` (``find_links``): a source word with translations in the
@@ -21,6 +26,7 @@ import torch.nn.functional as F
 from xeval.engine.objectives.base import (
     Objective,
     StepContext,
+    concat_pairs,
     gather_with_grad,
     pool,
     resolve_layer,
@@ -36,47 +42,61 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in text if not unicodedata.category(ch).startswith(("P", "S"))).strip()
 
 
-def units(pieces: list[str], by_piece: bool) -> list[tuple[str, int]]:
-    """Words (or single pieces) of one side as (normalised text, index of its first piece)."""
-    out: list[tuple[str, int]] = []
-    word, start = "", -1
+def units(pieces: list[str], by_piece: bool) -> list[tuple[str, list[int]]]:
+    """Every word (or, ``by_piece``, every piece) of one side as (normalised text, its piece indices); the text is
+    "" where the word cannot be matched (a byte-fallback piece, only punctuation). Bare ``▁`` pieces belong to no
+    word: they carry no meaning of their own and would pull every word vector towards the same point."""
+    out: list[tuple[str, list[int]]] = []
     for i, p in enumerate(pieces):
-        if p.startswith("<0x"):  # a byte-fallback piece cannot be read alone: the word becomes unmatchable
-            word = "\0"
+        if p == SPACE:  # a lone word boundary: the next piece starts the word
+            out.append(("", []))
             continue
-        if by_piece:
-            out.append((_norm(p), i))
-            continue
-        if p.startswith(SPACE) or start < 0:
-            if start >= 0:
-                out.append((_norm(word) if "\0" not in word else "", start))
-            word, start = p, i
+        if by_piece or p.startswith(SPACE) or not out:
+            out.append((p, [i]))
         else:
-            word += p
-    if not by_piece and start >= 0:
-        out.append((_norm(word) if "\0" not in word else "", start))
-    return [(w, i) for w, i in out if w]
+            text, idx = out[-1]
+            out[-1] = (text + p, [*idx, i])
+    words = []
+    for text, idx in out:
+        if idx:
+            words.append(("" if "<0x" in text else _norm(text), idx))
+    return words
 
 
-def find_links(src_pieces, tgt_pieces, translations: dict[str, set[str]], src_by_piece=False, tgt_by_piece=False,
-               max_links: int = 16) -> list[tuple[int, int]]:  # fmt: skip
-    """(i, j) piece indices of dictionary translation pairs inside one pair, unambiguous ones only."""
-    src_units, tgt_units = units(src_pieces, src_by_piece), units(tgt_pieces, tgt_by_piece)
+def find_links(src_units, tgt_units, translations: dict[str, set[str]], max_links: int = 16) -> list[tuple[int, int]]:
+    """(i, j) word indices of dictionary translation pairs inside one pair (``units`` of each side), unambiguous
+    ones only: the source word occurs once and exactly one target word matches one of its translations."""
     src_count: dict[str, int] = {}
     for w, _ in src_units:
         src_count[w] = src_count.get(w, 0) + 1
     links, used = [], set()
-    for w, i in src_units:
-        cands = translations.get(w)
+    for i, (w, _) in enumerate(src_units):
+        cands = translations.get(w) if w else None
         if not cands or src_count[w] > 1:
             continue
-        matches = [j for t, j in tgt_units if t in cands]
+        matches = [j for j, (t, _) in enumerate(tgt_units) if t and t in cands]
         if len(matches) == 1 and matches[0] not in used:
             links.append((i, matches[0]))
             used.add(matches[0])
             if len(links) >= max_links:
                 break
     return links
+
+
+def word_vectors(h: torch.Tensor, word_of: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean of each word's pieces: h (b, T, C), word_of (b, T) word index per position (-1: none)
+    -> vectors (b, W, C) and valid (b, W)."""
+    W = int(word_of.max()) + 1 if word_of.numel() else 0
+    onehot = F.one_hot(word_of.clamp(min=0), max(W, 1)).to(h.dtype) * (word_of >= 0)[..., None].to(h.dtype)
+    counts = onehot.sum(1)  # (b, W)
+    vec = onehot.transpose(1, 2) @ h / counts.clamp(min=1)[..., None]  # (b, W, C)
+    return vec, counts > 0
+
+
+def expand_synonyms(table: dict[str, set[str]]) -> dict[str, set[str]]:
+    """w -> the translations of every word that shares a translation with w (w's own included)."""
+    reverse = _reverse(table)
+    return {w: set().union(*(table[w2] for t in ts for w2 in reverse[t])) for w, ts in table.items()}
 
 
 def encode_pairs(inputs: dict, owner, ctx: StepContext, layer: int):
@@ -140,49 +160,88 @@ class TokenContrast(Objective):
         self.layer = resolve_layer(cfg.get("layer", depth), depth, "objectives.tokcl.layer")
         self.temperature = float(cfg.get("temperature", 0.1))
         self.max_links = int(cfg.get("max_links", 16))
-        self.pieces, self.dictionaries = pieces, dictionaries  # dictionaries["en-de"]: en word -> {de words}
+        self.concat = bool(cfg.get("concat", False))
+        self.pieces = pieces
         self.reverse = {k: _reverse(d) for k, d in dictionaries.items()}
+        if cfg.get("synonyms", False):
+            dictionaries = {k: expand_synonyms(d) for k, d in dictionaries.items()}
+            self.reverse = {k: expand_synonyms(d) for k, d in self.reverse.items()}
+        self.dictionaries = dictionaries  # dictionaries["en-de"]: en word -> {de words}
 
-    def links_of(self, batch) -> list[list[tuple[int, int]]]:
-        out = []
-        for a, b, key, swapped in zip(batch.src, batch.tgt, batch.keys, batch.swapped):
-            la, lb = key.split("-")
-            if swapped:
-                la, lb = lb, la
-            table = self.dictionaries.get(key) if not swapped else self.reverse.get(key)
-            if not table:
-                out.append([])
+    def words_and_links(self, src: list[int], tgt: list[int], key: str, swapped: bool):
+        """(source units, target units, links) of one pair; links are word indices."""
+        la, lb = key.split("-")
+        if swapped:
+            la, lb = lb, la
+        su = units([self.pieces[i] for i in src], la in NO_SPACE_LANGS)
+        tu = units([self.pieces[i] for i in tgt], lb in NO_SPACE_LANGS)
+        table = self.dictionaries.get(key) if not swapped else self.reverse.get(key)
+        return su, tu, find_links(su, tu, table, self.max_links) if table else []
+
+    def coverage(self, pairs: dict[str, list[tuple[str, str]]], tokenizer, n: int = 200) -> dict[str, dict]:
+        """Per pair key, on its first ``n`` pairs: dictionary links per pair and the share of pairs with a link."""
+        out = {}
+        for key, rows in pairs.items():
+            rows = rows[:n]
+            if not rows or key not in self.dictionaries:
                 continue
-            links = find_links([self.pieces[i] for i in a], [self.pieces[i] for i in b], table,
-                               la in NO_SPACE_LANGS, lb in NO_SPACE_LANGS, self.max_links)  # fmt: skip
-            out.append([(i + 1, j + 1) for i, j in links])  # +1: the <s> in front of each side
+            a = tokenizer.encode_batch([r[0] for r in rows], add_special_tokens=False)
+            b = tokenizer.encode_batch([r[1] for r in rows], add_special_tokens=False)
+            counts = [len(self.words_and_links(x.ids, y.ids, key, False)[2]) for x, y in zip(a, b)]
+            out[key] = {"links_per_pair": sum(counts) / len(counts), "linked": sum(c > 0 for c in counts) / len(counts)}
         return out
 
     def prepare(self, batch, gen: torch.Generator) -> dict:
-        src, _ = single_side(batch.src, self.tokens)
-        tgt, _ = single_side(batch.tgt, self.tokens)
-        links = self.links_of(batch)
-        pos = torch.full((len(links), self.max_links, 2), -1, dtype=torch.long)
-        for b, ls in enumerate(links):
+        K = self.max_links
+        rows = [self.words_and_links(a, b, k, sw) for a, b, k, sw in zip(batch.src, batch.tgt, batch.keys, batch.swapped)]
+        links = torch.full((len(rows), K, 2), -1, dtype=torch.long)
+        if self.concat:  # <s> A </s></s> B </s>: A's pieces from position 1, B's after A and three specials
+            ids, _ = concat_pairs(batch, self.tokens)
+            out = {"pair_ids": ids}
+            offsets = [(1, len(a) + 3) for a in batch.src]
+            shape_s = shape_t = ids.shape
+        else:  # each side <s> X </s> on its own (the pass seqcl reads too)
+            src, _ = single_side(batch.src, self.tokens)
+            tgt, _ = single_side(batch.tgt, self.tokens)
+            out = {"src_ids": src, "tgt_ids": tgt}
+            offsets = [(1, 1)] * len(rows)
+            shape_s, shape_t = src.shape, tgt.shape
+        word_s, word_t = torch.full(shape_s, -1, dtype=torch.long), torch.full(shape_t, -1, dtype=torch.long)
+        for r, ((su, tu, ls), (off_s, off_t)) in enumerate(zip(rows, offsets)):
+            for w, (_, idx) in enumerate(su):
+                word_s[r, [off_s + i for i in idx]] = w
+            for w, (_, idx) in enumerate(tu):
+                word_t[r, [off_t + j for j in idx]] = w
             if ls:
-                pos[b, : len(ls)] = torch.tensor(ls)
-        return {"src_ids": src, "tgt_ids": tgt, "links": pos, "n_total": (pos[..., 0] >= 0).sum()}
+                links[r, : len(ls)] = torch.tensor(ls)
+        return {**out, "word_src": word_s, "word_tgt": word_t, "links": links, "n_total": (links[..., 0] >= 0).sum()}
+
+    def hidden(self, inputs: dict, owner, ctx: StepContext):
+        if not self.concat:
+            hs, _, ht, _ = encode_pairs(inputs, owner, ctx, self.layer)
+            return hs, ht
+        key = ("pairs-concat", self.layer)
+        if key not in ctx.cache:
+            ids = inputs["pair_ids"]
+            ctx.cache[key] = owner.encoder(ids, (ids != self.tokens.pad).long(), exit_layer=self.layer).last_hidden_state
+        return ctx.cache[key], ctx.cache[key]
 
     def forward(self, inputs: dict, owner, ctx: StepContext):
-        hs, ids_s, ht, ids_t = encode_pairs(inputs, owner, ctx, self.layer)  # (B, T, C), (B, T)
-        links = inputs["links"]  # (B, K, 2)
+        hs, ht = self.hidden(inputs, owner, ctx)  # (b, T, C) each (the same tensor for a concatenated pair)
+        links = inputs["links"]  # (b, K, 2) word indices
         b_idx, k_idx = (links[..., 0] >= 0).nonzero(as_tuple=True)
         if len(b_idx) == 0:
             zero = hs.sum() * 0.0
             return zero, {"tokcl": zero.detach(), "tokcl_acc": zero.detach(), "tokcl_links": 0.0}  # same keys
         i, j = links[b_idx, k_idx, 0], links[b_idx, k_idx, 1]  # (N,)
-        hs_n, ht_n = F.normalize(hs.float(), dim=-1), F.normalize(ht.float(), dim=-1)
-        special_s, special_t = self.tokens.special_mask(ids_s), self.tokens.special_mask(ids_t)  # (B, T) incl. pad
-        # source token i against every token of its partner target sentence; positive = j
-        logit_st = torch.einsum("nc,ntc->nt", hs_n[b_idx, i], ht_n[b_idx]) / self.temperature  # (N, T)
-        logit_st = logit_st.masked_fill(special_t[b_idx], float("-inf"))
-        logit_ts = torch.einsum("nc,ntc->nt", ht_n[b_idx, j], hs_n[b_idx]) / self.temperature
-        logit_ts = logit_ts.masked_fill(special_s[b_idx], float("-inf"))
+        vs, valid_s = word_vectors(hs.float(), inputs["word_src"])  # (b, Ws, C), (b, Ws)
+        vt, valid_t = word_vectors(ht.float(), inputs["word_tgt"])
+        vs, vt = F.normalize(vs, dim=-1), F.normalize(vt, dim=-1)
+        # source word i against every word of its partner target sentence; positive = j (and the reverse)
+        logit_st = torch.einsum("nc,nwc->nw", vs[b_idx, i], vt[b_idx]) / self.temperature  # (N, Wt)
+        logit_st = logit_st.masked_fill(~valid_t[b_idx], float("-inf"))
+        logit_ts = torch.einsum("nc,nwc->nw", vt[b_idx, j], vs[b_idx]) / self.temperature  # (N, Ws)
+        logit_ts = logit_ts.masked_fill(~valid_s[b_idx], float("-inf"))
         loss_sum = F.cross_entropy(logit_st, j, reduction="sum") + F.cross_entropy(logit_ts, i, reduction="sum")
         loss = loss_sum / 2 * ctx.world / inputs["n_total"].clamp(min=1)
         # accuracy over the global links: this rank's hits * world / global links averages to it over ranks
