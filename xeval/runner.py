@@ -40,6 +40,9 @@ class RunOptions:
     options: dict = field(default_factory=dict)  # further task options passed through to the adapters
     control: str | None = None  # "random-init": also evaluate the architecture with random weights
     control_seed: int = 0  # torch seed of the control's weights
+    threads: int | None = None  # torch CPU threads (None: torch's default, divided among a node's torchrun ranks)
+    shard: tuple[int, int] | None = None  # --shard i/N: this process computes the i-th of N parts of the run
+    ddp_finetune: bool = False  # torchrun: every rank trains each fine-tune together (data parallel)
 
 
 MAX_SEEDS = 1000
@@ -130,15 +133,29 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
     ``echo(text)``: progress lines (default: xeval's log, stderr). ``on_task(records)``: called with a task's records
     (the model's and its control's) as soon as the task ends, so a long suite shows each table when it is ready.
     ``summary``: filled with the counts of computed and reused units. ``encoder``: an ``Encoder`` already loaded (the
-    Python API), used instead of loading ``opts.model``."""
+    Python API), used instead of loading ``opts.model``.
+
+    Under torchrun or ``--shard`` (``xeval.distributed``) each worker computes its own part of the run's work
+    items. Ranks other than 0 return their own part; rank 0 waits for them, then reads the whole run back in run
+    order (``on_task`` and the returned records as from one process; a shard: its own part, which ``xeval report``
+    joins with the other shards' in the store)."""
     import time
 
+    from xeval import distributed
     from xeval.console import log
 
     echo = echo or log.info
     summary = summary if summary is not None else RunSummary()
     started = time.perf_counter()
-    from xeval.adapters import RunContext, get_adapter
+    with distributed.session(opts.shard, opts.device, opts.threads, opts.ddp_finetune) as (worker, device):
+        records = _run(opts, worker, device, echo, on_task, summary, encoder)
+    summary.seconds = time.perf_counter() - started
+    return records
+
+
+def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> list:
+    from xeval import distributed
+    from xeval.adapters import FINE_TUNING, RunContext, get_adapter
     from xeval.adapters.training import Recipe
     from xeval.atomic import check_output
     from xeval.data.sources import DataRoot
@@ -156,8 +173,12 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
     chosen = select_cards(suite, opts.tasks, opts.langs)
     data = DataRoot.resolve(opts.data)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
+    if opts.ddp_finetune and worker.world == 1:
+        raise UserError("--ddp-finetune: needs several processes (torchrun --nproc_per_node N -m xeval run ...)")
+    if worker.count > 1 and opts.out is None:
+        raise UserError("several workers share their results through a store: give --out (a shared folder)")
     if encoder is None:
-        encoder = Encoder(opts.model, device=resolve_device(opts.device))
+        encoder = Encoder(opts.model, device=device)
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     ctx = RunContext(
         encoder=encoder,
@@ -169,28 +190,73 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
         options={"setting": opts.setting, "recipe": dict(opts.recipe), "export_labels": opts.export_labels,
                  **opts.options},
     )
-    echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
-         f"data {data.describe()}, results in {opts.out if opts.out is not None else 'memory (nothing written)'}")
-    control_ctx = None
+    if worker.leader:  # one header per command; each rank names its own items below
+        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
+             f"data {data.describe()}, results in {opts.out if opts.out is not None else 'memory (nothing written)'}")
+    contexts = {encoder.key: ctx}
     if control is not None:
         twin = Encoder.random_init(encoder, seed=opts.control_seed)
         # predictions and gold are exported for the model only (the control would overwrite its files)
-        control_ctx = replace(ctx, encoder=twin, export_dir=None, options={**ctx.options, "export_labels": None})
-        echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
-    records = []
-    for card, langs in chosen:
-        echo(f"- {card.name} ({card.type}): {', '.join(langs)}")
-        written = store.written
-        task_records = list(adapters[card.name].run(card, langs, ctx))
-        if control_ctx is not None:
-            echo(f"  {card.name}: control ({control})")
-            task_records.extend(adapters[card.name].run(card, langs, control_ctx))
+        contexts[twin.key] = replace(ctx, encoder=twin, export_dir=None, options={**ctx.options, "export_labels": None})
+        if worker.leader:
+            echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
+    items = distributed.work_items(chosen, ctx.seeds, opts.setting, list(contexts),
+                                   fine_tuning=lambda card: card.type in FINE_TUNING)
+    mine = distributed.plan(items, worker, opts.ddp_finetune)
+    if worker.count > 1:
+        echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "
+             + ", ".join(f"{i.card.name} {_item_label(i)}" for i in mine))
+    written = store.written
+    records = _run_items(mine, adapters, contexts, opts, echo, on_task if worker.world == 1 else None,
+                         joint=opts.ddp_finetune)
+    if worker.world == 1:
         summary.computed += store.written - written
-        summary.reused += len(task_records) - (store.written - written)
+        summary.reused += len(records) - (store.written - written)
+        return records
+    computed = distributed.total(store.written - written)  # over the ranks (of this shard)
+    distributed.barrier()  # every rank's part is stored
+    if not worker.leader:
+        return records
+    # the whole run (a shard's part of it), read back in run order from the store
+    records = _run_items(distributed.shard_plan(items, worker, opts.ddp_finetune), adapters, contexts, opts,
+                         lambda *_: None, on_task)
+    summary.computed += computed
+    summary.reused += len(records) - computed
+    return records
+
+
+def _item_label(item) -> str:
+    langs = item.langs[0] if len(item.langs) == 1 else f"{len(item.langs)} languages"
+    return f"({langs}{'' if not item.fine_tuning else f', seed {item.seeds[0]}'})"
+
+
+def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, joint: bool = False) -> list:
+    """Run work items in order, each under its lock in the store; echo a card's line at its first item (and the
+    control's at the control's first); ``on_task`` with a card's records once its last item is done."""
+    from itertools import groupby
+
+    from xeval import distributed
+
+    records = []
+    model_key = next(iter(contexts))
+    for _, task_items in groupby(items, key=lambda i: id(i.card)):  # items come grouped by card, in suite order
+        task_items = list(task_items)
+        task_records = []
+        for item in task_items:
+            ctx = replace(contexts[item.model], seeds=list(item.seeds), ddp_finetune=joint and item.fine_tuning)
+            if item is next(i for i in task_items if i.model == item.model):
+                if item.model == model_key:
+                    langs = [lang for i in task_items if i.model == item.model for lang in i.langs]
+                    echo(f"- {item.card.name} ({item.card.type}): {', '.join(dict.fromkeys(langs))}")
+                else:
+                    echo(f"  {item.card.name}: control ({opts.control})")
+            # ranks training together: only rank 0 locks (a rank waiting on the lock would stall the all-reduce)
+            locking = not ctx.ddp_finetune or distributed.rank_world()[0] == 0
+            with distributed.item_lock(ctx.store.root, item, enabled=locking):
+                task_records.extend(adapters[item.card.name].run(item.card, list(item.langs), ctx))
         records.extend(task_records)
         if on_task is not None:
             on_task(task_records)
-    summary.seconds = time.perf_counter() - started
     return records
 
 

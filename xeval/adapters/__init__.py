@@ -30,6 +30,10 @@ TASK_TYPES = {
 }
 
 
+# Task types that fine-tune (a model per task and seed, shared by the test languages); the others are probes.
+FINE_TUNING = frozenset({"tagging", "pair_classification", "qa"})
+
+
 @dataclass
 class RunContext:
     """Everything an adapter needs besides the card and languages."""
@@ -41,6 +45,7 @@ class RunContext:
     layers: list[int] | None = None  # probes: hidden_states indices; None = the card's default layer
     export_dir: Path | None = None  # write predictions in XTREME's submission layout here
     options: dict = field(default_factory=dict)  # task-specific overrides from the CLI (recorded in config)
+    ddp_finetune: bool = False  # fine-tunes are trained by all torchrun ranks together (xeval.distributed)
 
 
 def get_adapter(task_type: str):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from torch import nn
 
+from xeval import distributed
 from xeval.adapters.training import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
 from xeval.atomic import write_text
 from xeval.errors import ConfigError
@@ -134,8 +135,11 @@ def _unit(card, lang: str, seed: int, setting: str, ctx) -> Unit:
 
 
 def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) -> list[Record]:
+    joint = ctx.ddp_finetune  # every rank trains this model together (xeval.distributed)
     units = {lang: _unit(card, lang, seed, setting, ctx) for lang in langs}
     missing = [lang for lang in langs if not ctx.store.has(units[lang])]
+    if joint:
+        missing = distributed.broadcast(missing)  # rank 0's view decides: every rank trains, or none
     found = [ctx.store.get(units[lang]) for lang in langs if lang not in missing]
     family = family_cls(card, ctx, recipe)
     out: list[Record] = [r for r in found if r is not None]
@@ -150,11 +154,11 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
                               f"{lang_t!r} (a {split_t!r} split in its files): {err}") from None
         family.setup(train)
         dev = _dev_set(card, recipe, ctx)
-        model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}")
-        for lang in missing:
+        model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint)
+        for lang in distributed.share(missing) if joint else missing:  # joint: the languages split over the ranks
             out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx))
         del model
-    if ctx.export_dir or ctx.options.get("export_labels"):
+    if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and distributed.rank_world()[0]):
         _export(card, langs, units, family, recipe, ctx)
     return out
 
@@ -170,13 +174,13 @@ def _dev_set(card, recipe: Recipe, ctx) -> list:
         return []  # the card names no dev split: keep the last weights
 
 
-def _train(family: Family, train: list, dev: list, seed: int, recipe: Recipe, ctx, desc: str):
+def _train(family: Family, train: list, dev: list, seed: int, recipe: Recipe, ctx, desc: str, joint: bool = False):
     set_seed(seed)  # the head's initialisation depends on the seed too
     model = family.build_model(backbone_copy(family.encoder))
     metric = family.card.metric
     evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
     report = fine_tune(model, family.features(train), recipe, seed, _pad_id(family.tokenizer), evaluate,
-                       device=family.encoder.device, desc=desc)
+                       device=family.encoder.device, desc=desc, data_parallel=joint)
     return model, report
 
 

@@ -262,10 +262,19 @@ def fine_tune(
     evaluate: Callable[[nn.Module], float] | None = None,
     device: torch.device | str = "cpu",
     desc: str = "fine-tune",
+    data_parallel: bool = False,
 ) -> TrainReport:
     """Train ``model`` on ``features`` (dicts of lists, see ``collate``) and leave it holding the selected weights
-    (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode."""
+    (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode.
+
+    ``data_parallel`` (``xeval run --ddp-finetune`` under torchrun): every rank runs this with the same arguments;
+    each step's micro-batches are dealt round-robin over the ranks and their gradients summed (``all_reduce``),
+    so a step computes the same gradient as one process would, up to float summation order. Dropout masks are
+    drawn from a generator seeded per (seed, step, micro-batch), so they too do not depend on which rank computes
+    a micro-batch. Rank 0 scores the dev set and tells the others."""
     from tqdm import tqdm
+
+    from xeval import distributed
 
     if not features:
         raise ConfigError(f"{desc}: no training examples")
@@ -279,41 +288,51 @@ def fine_tune(
     scheduler = linear_schedule(optimizer, warmup, total)
     generator = torch.Generator().manual_seed(seed)
     select = recipe.select == "dev" and evaluate is not None
+    rank, world = distributed.rank_world() if data_parallel else (0, 1)
 
     best_score, best_step, best_state = None, None, None
     curve: list[tuple[int, float]] = []
 
     def checkpoint(step: int) -> None:
         nonlocal best_score, best_step, best_state
-        score = float(evaluate(model))  # type: ignore[misc]
+        # data parallel: the weights are the same on every rank; rank 0 scores and every rank takes its score
+        score = float(evaluate(model)) if rank == 0 else None  # type: ignore[misc]
+        if world > 1:
+            score = distributed.broadcast(score)
         model.train()
         curve.append((step, round(score, 4)))
         better = best_score is None or score > best_score
         if better:
             best_score, best_step = score, step
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        tqdm.write(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}", file=sys.stderr)
+        if rank == 0:
+            tqdm.write(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}", file=sys.stderr)
 
     start = time.perf_counter()
     step, seen, loss_value = 0, 0, None
-    bar = console.progress(total=total, desc=desc, unit="step")
+    # data parallel: rank 0 draws the one bar
+    bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else tqdm(total=total, disable=True)
     while step < total:
         for batch in batches(features, recipe.batch_size, pad_token_id, generator):  # collated lazily
             n = len(batch["input_ids"])
             chunks = [{k: v[i : i + micro] for k, v in batch.items()} for i in range(0, n, micro)]
-            for chunk in chunks:
-                chunk = {k: v.to(device) for k, v in chunk.items()}
+            for index in range(rank, len(chunks), world):  # one process: every micro-batch
+                chunk = {k: v.to(device) for k, v in chunks[index].items()}
+                torch.manual_seed(_micro_batch_seed(seed, step, index))  # dropout masks independent of the rank
                 loss = model(**chunk)[0]
                 (loss * len(chunk["input_ids"]) / n).backward()  # mean over the whole step's examples
+            if world > 1:
+                distributed.all_reduce_gradients(model.parameters())
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             seen += n
-            loss_value = float(loss.detach())
+            if rank < len(chunks):  # this rank computed a micro-batch (the last one it computed)
+                loss_value = float(loss.detach())
+                bar.set_postfix(loss=f"{loss_value:.3f}")
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}")
             if select and recipe.eval_every and step % recipe.eval_every == 0 and step < total:
                 checkpoint(step)
             if step >= total:
@@ -321,6 +340,8 @@ def fine_tune(
         if select and (not curve or curve[-1][0] != step):  # end of an epoch (or of training)
             checkpoint(step)
     bar.close()
+    if world > 1:  # the loss of the step's last micro-batch, as one process reports it
+        loss_value = distributed.broadcast(loss_value, src=(len(chunks) - 1) % world)
     if select and best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
@@ -334,6 +355,11 @@ def fine_tune(
         final_loss=None if loss_value is None else round(loss_value, 6),
         duration_s=round(time.perf_counter() - start, 3),
     )
+
+
+def _micro_batch_seed(seed: int, step: int, index: int) -> int:
+    """The torch seed of micro-batch ``index`` of optimiser step ``step`` (a well-mixed 63-bit integer)."""
+    return int(np.random.SeedSequence([seed, step, index]).generate_state(2, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 def subsample(items: list, n: int | None, seed: int = 0) -> list:

@@ -44,6 +44,12 @@ def add_arguments(parser) -> None:
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
                              "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
     parser.add_argument("--control-seed", type=int, default=0, metavar="SEED", help="torch seed of the control's weights (default 0)")
+    parser.add_argument("--shard", metavar="I/N",
+                        help="compute the I-th of N parts of the run (0-based; e.g. $SLURM_ARRAY_TASK_ID/N), the same "
+                             "partition torchrun's ranks use; join the parts with xeval report OUT")
+    parser.add_argument("--ddp-finetune", action="store_true",
+                        help="under torchrun: train each fine-tune on all ranks together (data parallel: each step's "
+                             "micro-batches dealt over the ranks; same numbers as one process up to float noise)")
     group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
     for name, (kind, text) in _RECIPE_FLAGS.items():
         group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text,
@@ -57,16 +63,13 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def run(args) -> int:
+    from xeval.distributed import detect, parse_shard
     from xeval.errors import UserError
     from xeval.runner import RunOptions, RunSummary, format_tables, parse_seeds
     from xeval.runner import run as run_suite
 
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
               if getattr(args, f"recipe_{name}") is not None}
     for item in args.set:
@@ -80,14 +83,21 @@ def run(args) -> int:
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
         setting=args.setting, recipe=recipe,
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
-        control=args.control, control_seed=args.control_seed,
+        control=args.control, control_seed=args.control_seed, threads=args.threads,
+        shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune,
     )
     summary = RunSummary()
     records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
                         summary=summary)
+    worker = detect(opts.shard)
+    if not worker.leader:
+        return 0  # rank 0 prints the tables of the whole run
     print()
     _layer_sweep_summary(records, args.plot)
     print(summary.line())
+    if worker.shards > 1:
+        print(f"shard {worker.shard}/{worker.shards}: the tables above hold this shard's units; once every shard is "
+              f"done, xeval report {args.out} shows the whole run")
     return 0
 
 
