@@ -19,9 +19,9 @@ _put = results.Store.put
 _count = 0
 
 
-def _logged_put(self, record):
+def _logged_put(self, record, *args, **kwargs):
     global _count
-    path = _put(self, record)
+    path = _put(self, record, *args, **kwargs)
     rank = int(os.environ.get("RANK", "0"))
     with open(os.environ["XEVAL_TEST_PUT_LOG"], "a", encoding="utf-8") as log:
         log.write(f"{os.getpid()} {rank} {path.relative_to(self.root).as_posix()}\n")
