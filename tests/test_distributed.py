@@ -172,7 +172,7 @@ def single(tmp_path_factory, data_root):
         assert main(["run", "--model", str(model), "--data", str(data_root), "--out", str(out), *COMMAND]) == 0
     torch.set_num_threads(threads)  # --threads 1 set it for this process
     tables = buffer.getvalue()
-    return comparable(out), tables[tables.index("udpos (zero-shot"):]
+    return comparable(out), tables[tables.index("udpos (zero-shot"):tables.index("universal layer")]
 
 
 def expected_units(single_store: dict) -> set[str]:
@@ -194,6 +194,7 @@ def test_two_torchrun_workers_store_exactly_the_records_of_one(tmp_path, data_ro
         assert len({rank for _, rank, p in log if "/udpos/" in p and f".s{seed}." in p}) == 1
     assert tables in stdout  # rank 0 printed the tables of the whole run, as one process does
     assert stdout.count("udpos (zero-shot; 2 seeds)") == 1
+    assert f"{len(paths)} units computed, 0 reused" in stdout  # counted over both ranks
 
 
 @pytest.mark.slow
