@@ -76,3 +76,14 @@ def test_null_or_zero_weight_removes_an_objective():
         "mlm", "tlm"}  # fmt: skip
     with pytest.raises(ConfigError, match="objectives.tlm must be a mapping"):
         load_config("xlm", "micro", ["objectives.tlm=yes"])
+
+
+def test_contrast_layer_deeper_than_the_model_fails_before_any_data_is_read(tmp_path, capsys):
+    from xeval.cli import main
+
+    args = ["pretrain", "--config", "infoxlm", "--size", "micro", "--out", str(tmp_path / "o"), "--data",
+            str(tmp_path / "nodata"), "--set", "objectives.xlco.layer=12"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "objectives.xlco.layer: layer 12 does not exist in a model of 2 layers" in err[0], err
+    assert not (tmp_path / "o").exists()

@@ -320,6 +320,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         cfg = PretrainConfig.from_dict(saved, str(state_path / "state.json"))
         tc, dc = cfg.train, cfg.data
         elapsed0 = float(state_json.get("elapsed_s", 0.0))
+    _check_layers(cfg)  # before anything is written
     out.mkdir(parents=True, exist_ok=True)
     log = Logger(out, rank, echo)
     # first line: what is trained (after null / weight-0 removals), so an ablation's log shows what it left out
@@ -561,6 +562,16 @@ def _streams_needed(cfg: PretrainConfig) -> set[str]:
     if not cfg.objectives:
         raise ConfigError("no objectives configured")
     return {OBJECTIVES[name].data for name in cfg.objectives}
+
+
+def _check_layers(cfg: PretrainConfig) -> None:
+    """Contrast layers against the model's depth before any data is read (the objectives check again)."""
+    from xeval.engine.objectives.base import resolve_layer
+
+    depth = int(cfg.model.get("num_hidden_layers", XevalConfig().num_hidden_layers))
+    for name, default in (("xlco", "2/3"), ("seqcl", depth), ("tokcl", depth)):
+        if name in cfg.objectives:
+            resolve_layer(cfg.objectives[name].get("layer", default), depth, f"objectives.{name}.layer")
 
 
 def _to_device(inputs: dict, device: torch.device) -> dict:

@@ -104,8 +104,10 @@ class MRTD(Objective):
         w = float(self.cfg.get("disc_weight", 50.0))
         loss = gen_loss + w * disc_loss
         with torch.no_grad():
-            replaced = target[valid].mean()
-            disc_acc = ((d_logits > 0).float() == target[valid]).float().mean()
+            # shares of the global tokens (this rank's count * world / global count averages to them over ranks)
+            n_tokens = inputs["n_tokens"].clamp(min=1)
+            replaced = target[valid].sum() * ctx.world / n_tokens
+            disc_acc = ((d_logits > 0).float() == target[valid]).float().sum() * ctx.world / n_tokens
         n = self.name
         return loss, {f"{n}_gen": gen_loss.detach(), f"{n}_disc": disc_loss.detach(), f"{n}_replaced": replaced,
                       f"{n}_acc": disc_acc, "tokens": int(attention.sum())}  # fmt: skip
