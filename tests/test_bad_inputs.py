@@ -391,3 +391,102 @@ def test_pretrain_config_errors_are_one_line(tmp_path, capfd):
                               "--out", str(out)])
     assert "--vocab-size: expected at least 361" in error
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------ pretrain: leftovers, resume
+
+
+@pytest.fixture(scope="module")
+def engine_root(tmp_path_factory) -> Path:
+    from tests.helpers_engine import make_data_root
+
+    return make_data_root(tmp_path_factory.mktemp("engine-data"), n_pairs=120, n_mono=120)
+
+
+def pretrain_yaml(path: Path, root: Path, tokenizer_dir: Path | None = None, **changes) -> Path:
+    """A micro pre-training config file (MLM, 2 x 32) for ``xeval pretrain --config``; ``changes``: section ->
+    {key: value} merged over it."""
+    import yaml
+
+    from tests.helpers_engine import micro_config
+
+    cfg = micro_config(root, {"mlm": {}}, tokenizer_dir, steps=2, log_every=1).to_dict()
+    for section, values in changes.items():
+        cfg[section].update(values)
+    cfg.pop("size")
+    path.write_text(yaml.safe_dump({**cfg, "size": "micro", "sizes": {"micro": {}}}))
+    return path
+
+
+def test_a_failed_pretrain_tokenizer_is_not_reused_by_the_fixed_rerun(engine_root, tmp_path, capfd):
+    from xeval.engine.tokenizer import load_tokenizer
+
+    out = tmp_path / "ckpt"
+    bad = pretrain_yaml(tmp_path / "bad.yaml", engine_root, tokenizer={"vocab_size": 400},
+                        model={"num_attention_heads": 3})  # 32 is not a multiple of 3: fails after the tokenizer
+    error = one_error(capfd, ["pretrain", "--config", str(bad), "--out", str(out)])
+    assert "num_attention_heads" in error or "hidden_size" in error, error
+    assert load_tokenizer(out).get_vocab_size() == 400  # the failed run's tokenizer is still there
+    fixed = pretrain_yaml(tmp_path / "fixed.yaml", engine_root, tokenizer={"vocab_size": 450})
+    assert cli.main(["pretrain", "--config", str(fixed), "--out", str(out)]) == 0
+    capfd.readouterr()
+    saved = json.loads((out / "xeval_pretrain.json").read_text())["config"]["tokenizer"]["vocab_size"]
+    assert saved == 450 == load_tokenizer(out).get_vocab_size()  # the record and the tokenizer agree
+    assert "left by an earlier run with other settings (tokenizer.vocab_size 400 -> 450)" in (out / "train.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def engine_tokenizer(tmp_path_factory, engine_root) -> Path:
+    from xeval.engine.tokenizer import build_tokenizer
+
+    out = tmp_path_factory.mktemp("engine-tok")
+    build_tokenizer([str(engine_root)], out, vocab_size=400, model="bpe", sample_lines=1000, log=lambda *a: None)
+    return out
+
+
+@pytest.fixture
+def interrupted(engine_root, engine_tokenizer, tmp_path, capfd) -> tuple[Path, Path]:
+    """(config file, output folder) of a micro run stopped after step 1 (a state to --resume)."""
+    config = pretrain_yaml(tmp_path / "run.yaml", engine_root, engine_tokenizer, train={"stop_after": 1})
+    out = tmp_path / "ckpt"
+    assert cli.main(["pretrain", "--config", str(config), "--out", str(out)]) == 0
+    capfd.readouterr()
+    assert (out / "state" / "step-0000001" / "state.json").is_file()
+    return config, out
+
+
+def test_resume_with_a_changed_config_refuses_with_a_diff(interrupted, engine_root, engine_tokenizer, tmp_path, capfd):
+    _, out = interrupted
+    changed = pretrain_yaml(tmp_path / "changed.yaml", engine_root, engine_tokenizer, train={"lr": 0.002})
+    before = snapshot(out)
+    error = one_error(capfd, ["pretrain", "--config", str(changed), "--out", str(out), "--resume"])
+    assert "train.lr 0.001 -> 0.002" in error and "--resume" in error, error
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("broken", ["truncated optimizer state", "state.json bad JSON", "state.json a list"])
+def test_broken_state_on_resume_names_the_file(interrupted, capfd, broken):
+    config, out = interrupted
+    state = out / "state" / "step-0000001"
+    if broken == "truncated optimizer state":
+        named = state / "optimizer.safetensors"
+        named.write_bytes(named.read_bytes()[:100])
+    else:
+        named = state / "state.json"
+        named.write_text(named.read_text()[:-10] if broken == "state.json bad JSON" else "[1]\n")
+    error = one_error(capfd, ["pretrain", "--config", str(config), "--out", str(out), "--resume"])
+    assert str(named) in error, error
+    if named.name == "state.json":
+        names_line(error, named)
+
+
+def test_stale_partial_state_folders_are_removed_on_the_next_start(interrupted, capfd):
+    config, out = interrupted
+    stale = out / "state" / ".step-0000002-x1y2"  # what a kill during a checkpoint write leaves
+    stale.mkdir()
+    (stale / "model.safetensors").write_bytes(b"partial")
+    assert cli.main(["pretrain", "--config", str(config), "--out", str(out), "--resume",
+                     "--set", "train.stop_after=null"]) == 0
+    capfd.readouterr()
+    assert not stale.exists() and not list((out / "state").glob(".step-*"))
+    assert (out / "state" / "latest").read_text().strip() == "step-0000002"
