@@ -33,14 +33,15 @@ def one_error(capfd, argv: list[str], status: int = 2) -> str:
     out, err = capfd.readouterr()
     assert got == status, f"exit {got}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
     assert "Traceback" not in err
+    assert "Loading weights" not in err  # transformers' bar before the error line
     lines = [line for line in err.splitlines() if line.strip()]
-    if argv[0] == "data":  # data check collects every problem, then one summary line
-        errors = [line for line in lines if ": error: " in line]
-        assert len(errors) == 1 and len(lines) == 2 and re.match(r"xeval data: \d+ of \d+ sources failed", lines[1]), err
-        return errors[0]
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"xeval {argv[0]}: error: "), err
-    return lines[0]
+    errors = [line for line in lines if line.startswith(f"xeval {argv[0]}: error: ")]
+    assert len(errors) == 1, err
+    if argv[0] == "data" and lines[-1] != errors[0]:  # data check collects every problem, then one summary line
+        assert re.fullmatch(r"xeval data: \d+ of \d+ sources failed", lines[-1]) and lines[-2] == errors[0], err
+    else:  # progress lines of a run may come before it; the error is the last line
+        assert lines[-1] == errors[0], err
+    return errors[0]
 
 
 def names_line(line: str, path: Path) -> None:
@@ -490,3 +491,51 @@ def test_stale_partial_state_folders_are_removed_on_the_next_start(interrupted, 
     capfd.readouterr()
     assert not stale.exists() and not list((out / "state").glob(".step-*"))
     assert (out / "state" / "latest").read_text().strip() == "step-0000002"
+
+
+# ------------------------------------------------------------------------------------------ also
+
+
+def test_alignment_words_are_split_on_ascii_spaces_only(tmp_path):
+    from xeval.data.alignment import read_alignment
+
+    text, gold = tmp_path / "jaen.src-tgt", tmp_path / "jaen.gold"
+    # KFTT-derived gold counts the ideographic space U+3000 as a word of its own: 'b' is word 3, not word 2
+    text.write_text("a \u3000 b  ||| x y z\n", encoding="utf-8")
+    gold.write_text("1-1 3-3 2p2\n", encoding="utf-8")
+    (pair,) = read_alignment(text, gold, "ja-en")
+    assert pair.src_tokens == ["a", "\u3000", "b"] and pair.sure == {(0, 0), (2, 2)} and pair.possible == {(1, 1)}
+
+
+@pytest.mark.parametrize("files", ['"../../../../etc/passwd"', '"/etc/passwd"', '"xnli_xtreme/../../outside.tsv"'])
+def test_card_paths_stay_inside_the_data_root(world, tmp_path, capfd, files):
+    world("xnli", GOOD["xnli"])
+    card = tmp_path / "tasks" / "tiny.yaml"
+    card.write_text(card.read_text().replace('dev: xnli_xtreme/xnli-{lang}.tsv', f"dev: {files}"))
+    (tmp_path / "outside.tsv").write_text(GOOD["xnli"])
+    error = one_error(capfd, ["data", "check", "--data", str(tmp_path / "data"), "--suite", "t"])
+    assert f"{card}: expected a path inside the data folder" in error, error
+
+
+def test_task_names_are_not_paths(world, tmp_path, capfd):
+    world("xnli", GOOD["xnli"])
+    (tmp_path / "tasks" / "suites" / "t.yaml").write_text("name: t\ntasks:\n  - ../tasks/tiny\n")
+    error = one_error(capfd, ["data", "check", "--data", str(tmp_path / "data"), "--suite", "t"])
+    assert f"{tmp_path / 'tasks' / 'suites' / 't.yaml'}: task name '../tasks/tiny'" in error, error
+    from xeval.results import _slug
+
+    for text in ("..", ".", "../x", "a/../../b", "../.."):
+        assert "/" not in _slug(text) and _slug(text) not in {".", ".."}, text
+
+
+def test_markdown_output_escapes_html_and_links_in_names(tmp_path, capfd):
+    name = "<img src=x onerror=alert(1)>[click](http://evil.example)@0123456789ab"
+    run = write_run(tmp_path / "run", [rec(name, "xnli", lang, {"accuracy": 50.0}) for lang in ("en", "de")])
+    assert cli.main(["report", str(run), "--format", "md", "--out", str(tmp_path / "r.md")]) == 0
+    capfd.readouterr()
+    text = re.sub(r"`[^`]*`", "", (tmp_path / "r.md").read_text())  # code spans show their text literally
+    assert "<img" not in text and "](http" not in text.replace("\\](http", "") and "&lt;img" in text, text
+    write_run(tmp_path / "worse", [rec(name, "xnli", lang, {"accuracy": 10.0}) for lang in ("en", "de")])
+    assert cli.main(["compare", "--baseline", str(run), "--current", str(tmp_path / "worse")]) == 1
+    out = capfd.readouterr().out
+    assert "<img" not in out and "](http" not in out.replace("\\](http", ""), out

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -270,8 +271,18 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
     )
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # card and suite names: file names in a task folder, no paths
+
+
+def _check_name(name, what: str, where: str = "") -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ConfigError(f"{where}{what} name {name!r}: expected letters, digits, '_', '.', '+' or '-' (a file name in a "
+                          f"task folder, not a path)")
+
+
 def load_card(name: str, extra: list[Path] | None = None) -> Card:
     """The card ``<dir>/<name>.yaml`` of the first folder of ``task_dirs(extra)`` that has one."""
+    _check_name(name, "task")
     path = _find(f"{name}.yaml", extra)
     if path is None:
         known = ", ".join(list_cards()) or "none"
@@ -295,6 +306,7 @@ def load_suite(name: str) -> Suite:
         extra = [path.parent, path.parent.parent] if path.parent.name == "suites" else [path.parent]
         name = path.stem
     else:
+        _check_name(name, "suite")
         path = _find(f"suites/{name}.yaml")
         if path is None:
             known = ", ".join(list_suites()) or "none"
@@ -317,12 +329,14 @@ def load_suite(name: str) -> Suite:
 
 def _entry_name(entry, path: Path) -> str:
     if isinstance(entry, str):
+        _check_name(entry, "task", f"{path}: ")
         return entry
     if not isinstance(entry, dict) or "card" not in entry:
         raise ConfigError(f"{path}: expected each task entry to be a card name or a mapping with 'card', found {entry!r}")
     unknown = sorted(set(entry) - _ENTRY_KEYS)
     if unknown:
         raise ConfigError(f"{path}: task {entry['card']!r}: unknown field(s) {', '.join(unknown)}; expected some of {', '.join(sorted(_ENTRY_KEYS))}")
+    _check_name(entry["card"], "task", f"{path}: ")
     return entry["card"]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from xeval.atomic import write_text
 from xeval.errors import ConfigError, UserError
 from xeval.provenance import hash_json
-from xeval.results import Record, Unit, stamp
+from xeval.results import Record, Unit, _slug, stamp
 
 PROBE_SEED = 0
 
@@ -195,7 +195,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
             if ctx.export_dir is not None:
                 root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
                 for name, text in res.files.items():
-                    write_text(root / card.name / name, text)
+                    write_text(root / _slug(card.name) / _slug(name), text)  # never outside the export folder
             used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
             records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
                                        each, res.extra, res.outcomes))

@@ -61,8 +61,11 @@ def run(args) -> int:
         built = tables.build(results, which)
         if not built:
             raise UserError("the runs hold nothing any table can show")
-        models = ", ".join(f"`{m}`" for m in dict.fromkeys(results.long["model"]))
-        preamble = [f"Runs: {', '.join(f'`{r}`' for r in args.runs)}. Models: {models}.",
+        def code(text) -> str:  # a code span: nothing inside is Markdown or HTML, and no backtick can end it
+            return "`" + str(text).replace("`", "'") + "`"
+
+        models = ", ".join(code(m) for m in dict.fromkeys(results.long["model"]))
+        preamble = [f"Runs: {', '.join(code(r) for r in args.runs)}. Models: {models}.",
                     "Scores in points (%); seeds averaged first, then languages, then tasks."]
         _emit(render.render(built, args.format, heading=args.title if which == "all" else None,
                             preamble=preamble), args.out)

@@ -24,7 +24,7 @@ _LINK = re.compile(r"(\d+)([-p])(\d+)")
 
 
 def read_text_pairs(path: str | Path) -> list[tuple[list[str], list[str]]]:
-    """Read ``src tokens ||| tgt tokens`` lines (whitespace-tokenised) into token lists."""
+    """Read ``src tokens ||| tgt tokens`` lines (words separated by ASCII spaces) into token lists."""
     path = Path(path)
     pairs = []
     for number, line in iter_lines(path):
@@ -35,11 +35,17 @@ def read_text_pairs(path: str | Path) -> list[tuple[list[str], list[str]]]:
                 number,
                 f"expected 'src tokens ||| tgt tokens', found {len(parts) - 1} ' ||| ' separators",
             )
-        src, tgt = parts[0].split(), parts[1].split()
+        # Words are separated by ASCII spaces, as the format defines: an ideographic space U+3000 (published gold
+        # derived from KFTT) is a word of its own, and str.split() would drop it and shift every later index.
+        src, tgt = _words(parts[0]), _words(parts[1])
         if not src or not tgt:
             raise DataError(path, number, "expected tokens on both sides of ' ||| ', found an empty side")
         pairs.append((src, tgt))
     return pairs
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in text.split(" ") if w]
 
 
 def read_links(

@@ -123,10 +123,17 @@ class Resolved:
 
 
 def _fill(template: str, card, lang: str, split: str) -> str:
+    """The template filled in: a relative path that stays inside the data root (``../`` or an absolute path in a
+    card would read any file on the machine as task data)."""
     try:
-        return template.format(lang=lang, split=split, name=card.names.get(lang, lang))
+        rel = template.format(lang=lang, split=split, name=card.names.get(lang, lang))
     except (KeyError, IndexError) as err:
         raise UserError(f"{card.path or card.name}: bad path template {template!r} ({err})") from None
+    norm = os.path.normpath(rel)
+    if os.path.isabs(rel) or norm == ".." or norm.startswith(".." + os.sep):
+        raise UserError(f"{card.path or card.name}: expected a path inside the data folder, found {rel!r} "
+                        f"(files of task {card.name}, language {lang}, split {split})")
+    return rel
 
 
 def resolve(card, lang: str, split: str, root: DataRoot) -> Resolved:

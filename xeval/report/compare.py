@@ -22,6 +22,7 @@ import pandas as pd
 from xeval.controls import control_parents
 from xeval.errors import DataError, UserError
 from xeval.report.frame import NO_LAYER, long_frame, lower_is_better, seed_stats
+from xeval.report.render import md_escape
 from xeval.results import load_records
 from xeval.textfile import read_json
 
@@ -212,7 +213,7 @@ def render(result: Comparison, show_ok: bool = False) -> str:
     table = result.rows[result.rows["status"].isin(shown)].copy()
     before, after = result.models
     if before and after:
-        lines.append(f"models: baseline {before}, current {after}"
+        lines.append(f"models: baseline {md_escape(before)}, current {md_escape(after)}"
                      + (" (same weights)" if before == after else " (weights differ)"))
     if table.empty:
         return "\n".join(lines) + "\n"
@@ -224,7 +225,8 @@ def render(result: Comparison, show_ok: bool = False) -> str:
         layer = "" if row.layer is None or (isinstance(row.layer, float) and math.isnan(row.layer)) else int(row.layer)
         status = row.status.upper() if row.status in FAILING else row.status
         setting = "" if row.setting == "zero-shot" else f" ({row.setting})"
-        lines.append(f"| {status} | {row.task}{setting} | {row.lang} | {row.split} | {layer} | {row.metric} | "
+        task, lang, split, metric = (md_escape(x) for x in (row.task, row.lang, row.split, row.metric))
+        lines.append(f"| {status} | {task}{md_escape(setting)} | {lang} | {split} | {layer} | {metric} | "
                      f"{_fmt(row.baseline)} | {_fmt(row.current)} | {_fmt(row.change, sign=True)} |")
     return "\n".join(lines) + "\n"
 

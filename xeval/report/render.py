@@ -85,8 +85,14 @@ def _index_names(table: Table) -> list[str]:
 # ---------------------------------------------------------------- Markdown
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+_MD_SPECIALS = {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "[": "\\[", "]": "\\]",
+                "`": "\\`"}
+
+
+def md_escape(text: str) -> str:
+    """Text (model names, languages, notes) as literal Markdown: no table-breaking '|', no raw HTML, no links."""
+    return "".join(_MD_SPECIALS.get(ch, ch) for ch in str(text))
+
 
 
 def markdown_table(table: Table, level: int = 3) -> str:
@@ -94,14 +100,14 @@ def markdown_table(table: Table, level: int = 3) -> str:
     n_index = len(_index_names(table))
     body = [idx + cells for idx, cells in
             zip(_index_cells(table), _cells(table, lambda t: f"**{t}**", lambda s: f" ± {s}", " / ", "†"))]
-    lines = [f"{'#' * level} {table.title}", ""]
-    lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
+    lines = [f"{'#' * level} {md_escape(table.title)}", ""]
+    lines.append("| " + " | ".join(md_escape(h) for h in headers) + " |")
     lines.append("|" + "|".join([":---"] * n_index + ["---:"] * (len(headers) - n_index)) + "|")
-    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in body]
+    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in body]
     if table.notes:
         lines.append("")
-        lines += [f"<sub>{_md_escape(note)}</sub><br>" for note in table.notes[:-1]]
-        lines.append(f"<sub>{_md_escape(table.notes[-1])}</sub>")
+        lines += [f"<sub>{md_escape(note)}</sub><br>" for note in table.notes[:-1]]
+        lines.append(f"<sub>{md_escape(table.notes[-1])}</sub>")
     return "\n".join(lines) + "\n"
 
 
