@@ -539,3 +539,26 @@ def test_markdown_output_escapes_html_and_links_in_names(tmp_path, capfd):
     assert cli.main(["compare", "--baseline", str(run), "--current", str(tmp_path / "worse")]) == 1
     out = capfd.readouterr().out
     assert "<img" not in out and "](http" not in out.replace("\\](http", ""), out
+
+
+def test_a_250_character_model_folder_name_runs_and_stores(world, tiny, tmp_path, capfd):
+    data, _ = world("xnli", "a b\tc d\tneutral\r\ne f\tg h\tentailment\r\n", train=True)
+    model = tmp_path / ("m" * 250)  # legal on Linux (255 bytes a name); name@hash is not
+    shutil.copytree(tiny, model)
+    out = tmp_path / "runs"
+    assert cli.main(["run", "--model", str(model), "--suite", "t", "--data", str(data), "--out", str(out),
+                     "--max-train", "2", "--epochs", "1", "--batch-size", "2",
+                     "--export-predictions", str(tmp_path / "export")]) == 0
+    capfd.readouterr()
+    (stored,) = out.rglob("de.dev.s1.json")
+    assert json.loads(stored.read_text())["unit"]["model"].startswith("m" * 250 + "@")
+    assert all(len(p.name) <= 255 for p in out.rglob("*")) and list((tmp_path / "export").rglob("*.tsv"))
+
+
+def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
+    from xeval.runner import format_tables
+
+    table = format_tables([rec("m@1", "xquad", "ar", {}), rec("m@1", "xquad", "de", {"f1": 61.5, "exact_match": 40.0})])
+    header, *rows = table.splitlines()[1:]
+    assert header.split() == ["lang", "split", "n", "f1", "exact_match"]
+    assert rows[0].split() == ["ar", "test", "10", "-", "-"] and rows[1].split() == ["de", "test", "10", "61.5", "40.0"]

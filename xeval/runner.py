@@ -318,6 +318,8 @@ def summarise(records) -> dict:
 
 def _cell(value: tuple) -> str:
     mean, std, k = value
+    if k == 0:
+        return "-"  # no number for this language (label-free: predictions stored unscored)
     return f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}"
 
 
@@ -395,7 +397,8 @@ def format_tables(records) -> str:
                 blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
                                                  ", ".join(LABELS[k] for k in kinds)))
             continue
-        names = [m for m in next(iter(rows.values())) if m != "n"]
+        # every language's metrics: a label-free language (no metrics) listed first must not hide the others'
+        names = list(dict.fromkeys(m for v in rows.values() for m in v if m != "n"))
         seeds = max(v["n"][2] for v in rows.values())
         title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
         header = ["lang", "split", "n"] + names

@@ -4,12 +4,14 @@ counted by ``data check``, trained on or scored:
 - a source yields at least one example (an empty file is a mistake, not "0 examples, ok");
 - every gold tag / label belongs to the card's label set (``labels:``), on evaluation splits as on training data:
   a tag ``Q-LOC`` in a PAN-X test file would otherwise be scored as a wrong prediction and lower the number
-  without a word. Label-free examples (``tags``/``label`` None, XTREME's official test files) are left alone.
+  without a word. Label-free examples (``tags``/``label`` None, XTREME's official test files) are left alone;
+- QA: a source is label-free only when every question is; one question without answers among labelled ones is
+  an error naming it (scoring would otherwise call the whole language label-free, or skip the question).
 """
 
 from __future__ import annotations
 
-from xeval.data.examples import BuccCorpus, SentencePair, TaggedSentence
+from xeval.data.examples import BuccCorpus, QAExample, SentencePair, TaggedSentence
 from xeval.errors import DataError
 
 
@@ -20,6 +22,12 @@ def check_examples(card, lang: str, split: str, examples: list, where: str, *, l
     if not examples or (isinstance(examples[0], BuccCorpus) and not examples[0].gold):
         raise DataError(where, None, f"expected examples for task {card.name}, language {lang}, split {split}, "
                                      f"found none (an empty file)")
+    if isinstance(examples[0], QAExample):  # the SQuAD reader names the line; this catches the hub's rows too
+        unanswered = [ex for ex in examples if not ex.answers]
+        if unanswered and len(unanswered) < len(examples):
+            ex = unanswered[0]
+            raise DataError(ex.source, ex.line, f"expected answers for question {ex.id!r} as for the other "
+                                                f"{len(examples) - len(unanswered)} question(s), found none")
     if not card.labels:
         return
     labels = {str(x) for x in card.labels}
