@@ -127,8 +127,10 @@ class WorkItem:
         """A file-name-safe, stable name (lock files, logs)."""
         langs = self.langs[0] if len(self.langs) == 1 else f"{len(self.langs)}langs-{hash_json(self.langs)[:8]}"
         seeds = "-".join(map(str, self.seeds)) if self.fine_tuning else "probe"
+        from xeval.results import _slug
+
         model = self.model.replace("/", "_").replace("@", "-")
-        return f"{model}.{self.card.name}.{langs}.s{seeds}"
+        return _slug(f"{model}.{self.card.name}.{langs}.s{seeds}")  # a long model name is shortened with a hash
 
 
 def work_items(chosen, seeds: list[int], setting: str, models: list[str], fine_tuning) -> list[WorkItem]:
