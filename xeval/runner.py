@@ -164,7 +164,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     from xeval.tasks import load_suite
 
     control = check_control(opts.control)
-    check_output(opts.out, "--out", folder=True)
+    if opts.out is not None:  # None: the Python API with store=None keeps records in memory
+        check_output(opts.out, "--out", folder=True)
     for flag, path in (("--export-predictions", opts.export_predictions), ("--export-labels", opts.export_labels)):
         if path:
             check_output(path, flag, folder=True)
