@@ -46,7 +46,7 @@ def test_control_key_and_identity_name_the_control_and_its_parent(tiny):
     control = Encoder.random_init(tiny, 3)
     name, digest = control.key.split("@")
     assert name == f"{tiny.name}-random-init" and digest == control.weights_hash[:12]
-    assert control.weights_hash == state_hash(control.model, control.model.config)
+    assert control.weights_hash == state_hash(control.model, control.model.config, control.tokenizer)
     ident = control.identity()
     assert ident["control"] == "random-init" and ident["control_seed"] == 3
     assert ident["parent"] == {"key": tiny.key, "id": tiny.spec, "hash": tiny.weights_hash}

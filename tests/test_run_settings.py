@@ -26,7 +26,7 @@ def test_translate_train_trains_on_the_target_language(tiny_encoder, udpos, tmp_
     [record] = tagging.run(card, ["de"], ctx)
     assert record.unit.setting == "translate-train" and record.unit.lang == "de"
     assert record.config["train"]["lang"] == "de" and record.config["train"]["split"] == "translate-train"
-    assert ctx.store.path(record.unit).name == "de.dev.s1.translate-train.json"
+    assert ctx.store.path(record.unit).name == f"de.dev.s1.translate-train~{record.unit.config_hash}.json"
     # the zero-shot unit is a different unit: nothing of it is stored yet
     assert not ctx.store.has(dataclasses.replace(record.unit, setting="zero-shot"))
 

@@ -45,12 +45,20 @@ class WordBatch:
         return WordBatch(self.input_ids.to(device), self.attention_mask.to(device), self.word_ids)
 
 
-def state_hash(model: torch.nn.Module, config=None) -> str:
-    """sha256 over the parameters' names, dtypes, shapes and bytes (sorted by name), and the architecture's config
-    without paths or versions: the identity of weights that exist in memory only (a random-init control)."""
+def state_hash(model: torch.nn.Module, config=None, tokenizer=None) -> str:
+    """sha256 over the parameters' names, dtypes, shapes and bytes (sorted by name), the architecture's config
+    without paths or versions, and the fast tokenizer's serialisation: the identity of weights that exist in memory
+    only (a random-init control)."""
     import hashlib
 
     digest = hashlib.sha256()
+    if tokenizer is not None and getattr(tokenizer, "backend_tokenizer", None) is not None:
+        import json
+
+        # without the truncation/padding state, which calling the tokenizer changes
+        body = {k: v for k, v in json.loads(tokenizer.backend_tokenizer.to_str()).items()
+                if k not in {"truncation", "padding"}}
+        digest.update(hash_json(body).encode())
     if config is not None:
         body = {k: v for k, v in config.to_dict().items()
                 if k not in {"_name_or_path", "name_or_path", "_commit_hash", "transformers_version"}}
@@ -60,6 +68,24 @@ def state_hash(model: torch.nn.Module, config=None) -> str:
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(data.numpy().tobytes())
     return digest.hexdigest()
+
+
+# Besides the weights (*.safetensors) and config.json, the files that change what a model computes for a text:
+# the tokenizer's (fast and slow formats) and a sentence-transformers folder's module configs (pooling, Dense,
+# Normalize). Logs, READMEs and training state are left out: they change no number.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+                   "sentencepiece.model", "tokenizer.model", "bpe.codes")
+SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "*_Pooling/config.json",
+                               "*_Dense/config.json", "*_Dense/*.safetensors")
+
+
+def identity_files(folder: Path) -> list[Path]:
+    """The files of a model folder that its key hashes, in a fixed order."""
+    out = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("config.json"))
+    for name in TOKENIZER_FILES + SENTENCE_TRANSFORMERS_FILES:
+        out += [p for p in sorted(folder.glob(name)) if p not in out]
+    return out
 
 
 def _import_engine() -> None:
@@ -130,6 +156,7 @@ class Encoder:
         self.max_length = max_length or self._default_max_length()
         self._hash: str | None = None
         self.control: dict | None = None  # set on a control copy (``random_init``): what it controls for
+        self.label: str | None = None  # ``xeval run --name TAG``: the name in the model key (default: the folder's)
 
     @classmethod
     def from_objects(cls, model: torch.nn.Module, tokenizer, name: str | None = None,
@@ -173,13 +200,14 @@ class Encoder:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModel.from_config(config, dtype=torch.float32)  # initialised on the CPU: device-independent
-        weights_hash = state_hash(model, config)
+        weights_hash = state_hash(model, config, parent.tokenizer)
         self = cls.__new__(cls)
         self.spec, self.revision, self.device, self.is_local = parent.spec, None, parent.device, parent.is_local
         self.tokenizer = parent.tokenizer
         self.model = model.to(device=parent.device, dtype=parent.model.dtype).eval()
         self.kind, self.num_layers, self.hidden_size = parent.kind, parent.num_layers, parent.hidden_size
         self.max_length = parent.max_length
+        self.label = parent.label
         self._hash = weights_hash
         self.control = {"control": CONTROL_RANDOM_INIT, "control_seed": int(seed), "parent": {
             "key": parent.key, "id": parent.spec, "hash": parent.weights_hash}}
@@ -198,7 +226,8 @@ class Encoder:
 
     @property
     def weights_hash(self) -> str:
-        """sha256 of the weight files (or of the state dict when no files are at hand)."""
+        """sha256 of the files that decide the model's outputs: weights, config and tokenizer files
+        (``identity_files``), or of the state dict when no files are at hand."""
         if self._hash is None:
             files = self._weight_files()
             if files:
@@ -222,11 +251,16 @@ class Encoder:
                     folder = None
             if folder is None:
                 return []
-        return sorted(folder.glob("*.safetensors")) + sorted(folder.glob("config.json"))
+        return identity_files(folder)
+
+    def settings(self) -> dict:
+        """The encoder's settings that change its outputs beyond the files its key hashes (part of every unit's
+        config hash, ``xeval.identity``)."""
+        return {"dtype": str(self.model.dtype).removeprefix("torch.")}
 
     @property
     def name(self) -> str:
-        base = Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__")
+        base = self.label or (Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__"))
         return f"{base}-{self.control['control']}" if self.control else base
 
     @property
@@ -242,6 +276,8 @@ class Encoder:
             "model_type": getattr(self.model.config, "model_type", None),
             "num_layers": self.num_layers,
             "hidden_size": self.hidden_size,
+            **self.settings(),
+            **({"name": self.label} if self.label else {}),
             **(self.control or {}),
         }
 

@@ -45,7 +45,7 @@ def git_commit() -> str | None:
 
 
 def timestamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders reruns within a second
 
 
 def hash_json(obj) -> str:

@@ -5,7 +5,7 @@ One record per unit = (model, task, language, split, seed, layer). A record is a
     {
       "schema": "xeval.result/1",
       "unit":   {"model": "tiny-bert@3f2a9c1d0b7e", "task": "udpos", "lang": "de", "split": "test",
-                 "seed": 1, "layer": null, "setting": "zero-shot"},
+                 "seed": 1, "layer": null, "setting": "zero-shot", "config_hash": "9f2c1ab0e4d1"},
       "metrics": {"f1": 71.3, "token_accuracy": 84.0},          # percentages, as XTREME reports them
       "n_examples": 977,
       "model":  {"id": "ckpt/tiny", "kind": "hf" | "engine", "hash": "<sha256 of weights>", "revision": null},
@@ -18,13 +18,21 @@ One record per unit = (model, task, language, split, seed, layer). A record is a
     }
 
 Fields in ``unit`` name the unit; everything else describes it. ``layer`` is None for fine-tuning tasks and
-``hidden_states[k]``'s k for probes. The store lays records out as
-``<out>/<model>/<task>/<lang>.<split>.s<seed>[.L<layer>].json`` and writes each atomically, so an interrupted
-run leaves only whole records and a rerun skips what is already there (resume) unless ``overwrite``.
+``hidden_states[k]``'s k for probes. ``config_hash`` (``xeval.identity``) hashes everything else that changes the
+number: the resolved recipe or probe options, subsample sizes, the data files' hashes, the card, the setting and
+run-wide options (e.g. compat mode), the encoder's settings (dtype, pooling) and the metric-code version. The model
+key covers the weights, config and tokenizer files. The store lays records out as
+``<out>/<model>/<task>/<lang>.<split>.s<seed>[.L<layer>][.<setting>]~<config_hash>.json`` and writes each
+atomically, so an interrupted run leaves only whole records, a rerun skips what is already there (resume) unless
+``overwrite``, and a rerun with other settings writes new records beside the old ones (``Store.recomputed`` counts
+them). Records written before config hashes existed (``<...>.json``, no ``~hash``) are read as before, with a
+one-line notice; a run never reuses them. Two files holding one unit are an error naming both (a stray copy such as
+``de.test.s1.old.json`` must not silently win).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import re
 from collections.abc import Iterator
@@ -33,6 +41,7 @@ from pathlib import Path
 
 from xeval import provenance
 from xeval.atomic import write_json
+from xeval.console import log
 from xeval.errors import DataError
 from xeval.textfile import read_json
 
@@ -48,11 +57,21 @@ class Unit:
     seed: int = 0
     layer: int | None = None
     setting: str = "zero-shot"
+    config_hash: str | None = None  # xeval.identity.config_hash; None: a record written before config hashes
 
-    def filename(self) -> str:
+    def stem(self) -> str:
+        """The file name without the config hash: the same for every config of this unit."""
         layer = "" if self.layer is None else f".L{self.layer}"
         setting = "" if self.setting == "zero-shot" else f".{_slug(self.setting)}"
-        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}.json"
+        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}"
+
+    def filename(self) -> str:
+        config = "" if self.config_hash is None else f"~{_slug(self.config_hash)}"
+        return f"{self.stem()}{config}.json"
+
+    def cell(self) -> tuple:
+        """The unit without its config hash: what a table cell (per seed) shows."""
+        return (self.model, self.task, self.lang, self.split, self.setting, self.layer, self.seed)
 
 
 @dataclass
@@ -104,7 +123,7 @@ class Record:
 
 
 _UNIT_TYPES = {"model": str, "task": str, "lang": str, "split": str, "seed": int, "layer": (int, type(None)),
-               "setting": str}
+               "setting": str, "config_hash": (str, type(None))}
 
 
 def _check_shape(obj: dict, path, text: str = "") -> None:
@@ -160,13 +179,36 @@ class Store:
         self.root = Path(root)
         self.overwrite = overwrite
         self.written = 0  # records put by this object (xeval run's "N units computed")
+        # units a run computes although the store holds the same unit under another config (or none):
+        # {"config changed": n, "stored without a config hash": m}; see ``recomputed_summary``
+        self.recomputed: dict[str, int] = {}
 
     def path(self, unit: Unit) -> Path:
         return self.root / _slug(unit.model) / _slug(unit.task) / unit.filename()
 
     def has(self, unit: Unit) -> bool:
-        """True when the unit is stored and should be skipped (always False under ``overwrite``)."""
-        return not self.overwrite and self.path(unit).is_file()
+        """True when the unit is stored under the same config and should be skipped (always False under
+        ``overwrite``). A miss while the store holds the unit under another config counts in ``recomputed``."""
+        if self.overwrite:
+            return False
+        path = self.path(unit)
+        if path.is_file():
+            return True
+        stem = unit.stem()
+        others = [p for p in path.parent.glob(f"{glob.escape(stem)}~*.json") if p != path]
+        if others:
+            self.recomputed["config changed"] = self.recomputed.get("config changed", 0) + 1
+        elif (path.parent / f"{stem}.json").is_file():
+            self.recomputed["stored without a config hash"] = \
+                self.recomputed.get("stored without a config hash", 0) + 1
+        return False
+
+    def recomputed_summary(self) -> str | None:
+        """"12 units recomputed: config changed (the old records stay beside the new ones)", or None."""
+        if not self.recomputed:
+            return None
+        parts = [f"{n} unit{'s' * (n != 1)} recomputed: {why}" for why, n in self.recomputed.items()]
+        return "; ".join(parts) + f" (the old records stay beside the new ones in {self.root})"
 
     def get(self, unit: Unit) -> Record | None:
         path = self.path(unit)
@@ -187,11 +229,25 @@ class Store:
         return path
 
     def records(self, **where) -> Iterator[Record]:
-        """All stored records, optionally filtered on unit fields, e.g. ``records(task="udpos", seed=1)``."""
+        """All stored records, optionally filtered on unit fields, e.g. ``records(task="udpos", seed=1)``.
+
+        Two files that hold the same unit (config hash included) are a ``DataError`` naming both: a copy such as
+        ``de.test.s1.old.json`` must not silently stand in for the record. Records without a config hash
+        (written before xeval recorded one) are read as before, with a one-line notice on stderr."""
+        seen: dict[Unit, Path] = {}
+        legacy = 0
         for path in sorted(self.root.glob("*/*/*.json")):
             record = self._load(path)
+            if record.unit in seen:
+                raise DataError(path, None, f"holds the same result unit as {seen[record.unit]} "
+                                            f"({_describe(record.unit)}); remove one of the two files")
+            seen[record.unit] = path
+            legacy += record.unit.config_hash is None
             if all(getattr(record.unit, k) == v for k, v in where.items()):
                 yield record
+        if legacy:
+            log.info(f"note: {self.root}: {legacy} record{'s' * (legacy != 1)} without a config hash (written by an "
+                     "older xeval) read as before; a rerun recomputes them beside the old files")
 
     @staticmethod
     def _load(path: Path) -> Record:
@@ -199,6 +255,11 @@ class Store:
         record = Record.from_json(obj, path, text)
         record.source = path
         return record
+
+
+def _describe(unit: Unit) -> str:
+    layer = "" if unit.layer is None else f" layer {unit.layer}"
+    return f"{unit.model} {unit.task} {unit.lang} {unit.split} seed {unit.seed}{layer} {unit.setting}"
 
 
 def load_records(paths) -> list[Record]:

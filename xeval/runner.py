@@ -12,6 +12,7 @@ its own model key (see ``xeval.controls``); the printed tables show its headline
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,7 @@ class RunOptions:
     threads: int | None = None  # torch CPU threads (None: torch's default, divided among a node's torchrun ranks)
     shard: tuple[int, int] | None = None  # --shard i/N: this process computes the i-th of N parts of the run
     ddp_finetune: bool = False  # torchrun: every rank trains each fine-tune together (data parallel)
+    name: str | None = None  # --name TAG: the name in the model key, so two settings of one model are two rows
 
 
 MAX_SEEDS = 1000
@@ -104,6 +106,15 @@ def select_cards(suite, tasks: list[str] | None, langs: list[str] | None) -> lis
     if not chosen:
         raise ConfigError(f"no task of suite {suite.name!r} covers the languages {', '.join(langs or [])}")
     return chosen
+
+
+def check_name(name: str | None) -> str | None:
+    """``--name TAG``: a label that becomes the name part of the model key (``TAG@<hash>``)."""
+    if name is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+        raise UserError(f"--name: expected letters, digits and _ . + - (starting with a letter or digit), found {name!r}")
+    return name
 
 
 def resolve_device(name: str) -> str:
@@ -170,6 +181,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         if path:
             check_output(path, flag, folder=True)
     Recipe.build(opts.recipe)  # a bad override (--batch-size 0, --learning-rate nan) fails before any loading
+    label = check_name(opts.name)
     suite = load_suite(opts.suite)
     chosen = select_cards(suite, opts.tasks, opts.langs)
     data = DataRoot.resolve(opts.data)
@@ -181,6 +193,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if encoder is None:
         encoder = Encoder(opts.model, device=device)
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
+    if label is not None:
+        encoder.label = label
     ctx = RunContext(
         encoder=encoder,
         data=data,
@@ -210,6 +224,9 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     written = store.written
     records = _run_items(mine, adapters, contexts, opts, echo, on_task if worker.world == 1 else None,
                          joint=opts.ddp_finetune)
+    recomputed = getattr(store, "recomputed_summary", lambda: None)()
+    if recomputed:
+        echo(recomputed)
     if worker.world == 1:
         summary.computed += store.written - written
         summary.reused += len(records) - (store.written - written)

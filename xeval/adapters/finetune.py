@@ -129,29 +129,59 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
     return records
 
 
-def _unit(card, lang: str, seed: int, setting: str, ctx) -> Unit:
+def _unit(card, lang: str, seed: int, setting: str, ctx, config_hash: str | None = None) -> Unit:
     return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=card.split_for(lang), seed=seed,
-                layer=None, setting=setting)
+                layer=None, setting=setting, config_hash=config_hash)
+
+
+def _unit_hash(card, lang: str, setting: str, recipe: Recipe, family: Family, train_source, ctx) -> str:
+    """The config hash (``xeval.identity``) of one language's unit: the resolved recipe and family options, and the
+    evaluation, training and selection data it depends on."""
+    from xeval.identity import config_hash
+
+    data = [data_identity(card, lang, card.split_for(lang), ctx), _train_identity(card, setting, train_source, ctx)]
+    if recipe.select == "dev":
+        try:
+            data.append(data_identity(card, card.train["lang"], "dev", ctx))
+        except ConfigError:
+            pass  # the card names no dev split: the last weights are kept (see _dev_set)
+    config = {"recipe": recipe.to_json(), "setting": setting, **family.config()}
+    return config_hash(card, ctx, config, data)
+
+
+def _translated_missing(card, setting: str, train_source, err: ConfigError) -> ConfigError:
+    return ConfigError(f"--setting {setting}: task {card.name!r} names no translated training data for "
+                       f"{train_source[0]!r} (a {train_source[1]!r} split in its files): {err}")
+
+
+def _train_identity(card, setting: str, train_source, ctx) -> dict:
+    try:
+        return data_identity(card, *train_source, ctx)
+    except ConfigError as err:
+        if setting == "zero-shot":
+            raise
+        raise _translated_missing(card, setting, train_source, err) from None
 
 
 def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) -> list[Record]:
     joint = ctx.ddp_finetune  # every rank trains this model together (xeval.distributed)
-    units = {lang: _unit(card, lang, seed, setting, ctx) for lang in langs}
+    family = family_cls(card, ctx, recipe)
+    train_source = _train_source(card, setting, train_lang or (card.train or {}).get("lang"))
+    units = {lang: _unit(card, lang, seed, setting, ctx,
+                         _unit_hash(card, lang, setting, recipe, family, train_source, ctx)) for lang in langs}
     missing = [lang for lang in langs if not ctx.store.has(units[lang])]
     if joint:
         missing = distributed.broadcast(missing)  # rank 0's view decides: every rank trains, or none
     found = [ctx.store.get(units[lang]) for lang in langs if lang not in missing]
-    family = family_cls(card, ctx, recipe)
     out: list[Record] = [r for r in found if r is not None]
     if missing:
-        lang_t, split_t = _train_source(card, setting, train_lang or (card.train or {}).get("lang"))
+        lang_t, split_t = train_source
         try:
             train = subsample(load(card, lang_t, split_t, ctx), recipe.max_train)
         except ConfigError as err:
             if setting == "zero-shot":
                 raise
-            raise ConfigError(f"--setting {setting}: task {card.name!r} names no translated training data for "
-                              f"{lang_t!r} (a {split_t!r} split in its files): {err}") from None
+            raise _translated_missing(card, setting, train_source, err) from None
         family.setup(train)
         dev = _dev_set(card, recipe, ctx)
         model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint)

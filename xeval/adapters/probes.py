@@ -112,11 +112,12 @@ def _as_type(key: str, value, default, task: str):
         raise ConfigError(f"{task}: option {key}={value!r}: expected a {kind.__name__}") from None
 
 
-def pending(card, lang: str, split: str, ctx, layers: list[int]) -> tuple[list[Record], list[int]]:
+def pending(card, lang: str, split: str, ctx, layers: list[int], config_hash: str | None = None
+            ) -> tuple[list[Record], list[int]]:
     """Records already stored for this language (in layer order) and the layers still to compute."""
     found, todo = [], []
     for layer in layers:
-        unit = unit_for(card, lang, split, ctx, layer)
+        unit = unit_for(card, lang, split, ctx, layer, config_hash)
         if ctx.store.has(unit):
             found.append(ctx.store.get(unit))
         else:
@@ -124,8 +125,16 @@ def pending(card, lang: str, split: str, ctx, layers: list[int]) -> tuple[list[R
     return found, todo
 
 
-def unit_for(card, lang: str, split: str, ctx, layer: int) -> Unit:
-    return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=split, seed=PROBE_SEED, layer=layer)
+def unit_for(card, lang: str, split: str, ctx, layer: int, config_hash: str | None = None) -> Unit:
+    return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=split, seed=PROBE_SEED, layer=layer,
+                config_hash=config_hash)
+
+
+def unit_hash(card, lang: str, split: str, ctx, config: dict) -> str:
+    """The config hash of this probe's units for one language (``xeval.identity``)."""
+    from xeval.identity import config_hash
+
+    return config_hash(card, ctx, config, [data_identity(card, lang, split, ctx)])
 
 
 def card_identity(card) -> dict:
@@ -141,9 +150,10 @@ def data_identity(card, lang: str, split: str, ctx) -> dict:
 
 
 def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
-                duration_s: float, extra: dict | None = None, outcomes=None) -> Record:
+                duration_s: float, extra: dict | None = None, outcomes=None,
+                config_hash: str | None = None) -> Record:
     record = Record(
-        unit=unit_for(card, lang, split, ctx, layer),
+        unit=unit_for(card, lang, split, ctx, layer, config_hash),
         metrics={k: float(v) for k, v in metrics.items()},
         n_examples=int(n_examples),
         model=ctx.encoder.identity(),
@@ -180,7 +190,8 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     records = []
     for lang in langs:
         split = card.split_for(lang)
-        found, todo = pending(card, lang, split, ctx, layers)
+        chash = unit_hash(card, lang, split, ctx, config)
+        found, todo = pending(card, lang, split, ctx, layers, chash)
         records.extend(found)
         if not todo:
             continue
@@ -198,7 +209,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
                     write_text(root / _slug(card.name) / _slug(name), text)  # never outside the export folder
             used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
             records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
-                                       each, res.extra, res.outcomes))
+                                       each, res.extra, res.outcomes, config_hash=chash))
     return records
 
 

@@ -43,6 +43,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--control", choices=["random-init"],
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
                              "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
+    parser.add_argument("--name", metavar="TAG",
+                        help="label this run: its results are stored and shown as TAG@<model hash>, so two settings "
+                             "of one model are two rows of a table (default: the model folder's name)")
     parser.add_argument("--control-seed", type=int, default=0, metavar="SEED", help="torch seed of the control's weights (default 0)")
     parser.add_argument("--shard", metavar="I/N",
                         help="compute the I-th of N parts of the run (0-based; e.g. $SLURM_ARRAY_TASK_ID/N), the same "
@@ -84,7 +87,7 @@ def run(args) -> int:
         setting=args.setting, recipe=recipe,
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
         control=args.control, control_seed=args.control_seed, threads=args.threads,
-        shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune,
+        shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
     )
     summary = RunSummary()
     records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),

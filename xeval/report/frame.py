@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from xeval.console import log
 from xeval.errors import UserError
 from xeval.results import Record
 
@@ -97,10 +98,50 @@ def _with_direction_means(metrics: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def long_frame(records: Iterable[Record]) -> pd.DataFrame:
-    """One row per (unit, metric). A unit given twice (the same run listed twice) counts once: the last wins."""
-    rows = []
+def one_per_cell(records: Iterable[Record]) -> list[Record]:
+    """One record per table cell (model key, task, language, split, setting, layer, seed), never dropping one
+    without a word. The same unit given twice (one run listed twice) counts once, with a warning if the numbers
+    differ. Records of one cell under different config hashes (a rerun with other settings, stored beside the
+    first) keep the newest, with a warning naming what was left out: ``xeval run --name TAG`` makes such runs two
+    rows instead."""
+    by_cell: dict[tuple, list[Record]] = {}
+    order: dict[int, int] = {}  # a tie on the timestamp (one-second resolution): the later given wins
     for rec in records:
+        order[id(rec)] = len(order)
+        by_cell.setdefault(rec.unit.cell(), []).append(rec)
+    kept, differing, dropped = [], [], []
+    for cell, recs in by_cell.items():
+        if len(recs) == 1:
+            kept.append(recs[0])
+            continue
+        configs = {r.unit.config_hash for r in recs}
+        newest = max(recs, key=lambda r: (str((r.provenance or {}).get("timestamp", "")), order[id(r)]))
+        if len(configs) == 1:
+            if any(r.metrics != recs[0].metrics for r in recs):
+                differing.append(cell)
+            kept.append(recs[-1])
+        else:
+            kept.append(newest)
+            dropped.append((cell, newest, [r for r in recs if r is not newest]))
+    if differing:
+        first = differing[0]
+        log.warning(f"report: {len(differing)} unit(s) appear twice with the same config but other numbers "
+                    f"(e.g. {' '.join(map(str, first[1:4]))} of {first[0]}); the last given is shown")
+    if dropped:
+        (model, task, lang, split, *_), newest, others = dropped[0]
+        other = ", ".join(f"config {r.unit.config_hash or 'none'} of {(r.provenance or {}).get('timestamp', '?')}"
+                          for r in others)
+        log.warning(f"report: {len(dropped)} cell(s) hold records of several configs; the newest of each is shown "
+                    f"(e.g. {task} {lang} {split} of {model}: config {newest.unit.config_hash or 'none'} of "
+                    f"{(newest.provenance or {}).get('timestamp', '?')} over {other}); label runs with "
+                    "xeval run --name TAG to show each as its own row")
+    return kept
+
+
+def long_frame(records: Iterable[Record]) -> pd.DataFrame:
+    """One row per (unit, metric), one record per cell (``one_per_cell``)."""
+    rows = []
+    for rec in one_per_cell(records):
         u = rec.unit
         layer = NO_LAYER if u.layer is None else int(u.layer)
         for metric, value in _with_direction_means(rec.metrics).items():

@@ -1,0 +1,136 @@
+"""Result identity: a rerun with other settings computes new records beside the old ones and says so; the same
+settings resume; ``--name`` makes two settings of one model two rows; a store never lets a stray copy stand in
+for a record; stores written before config hashes are read with a notice; the model key covers the tokenizer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.helpers_transfer import tiny_model
+from xeval import cli
+from xeval.errors import DataError
+from xeval.results import Store
+
+TATOEBA = ["--suite", "xtreme-mini", "--tasks", "tatoeba", "--langs", "de,fr", "--layers", "2", "--max-eval", "60"]
+XNLI = ["--suite", "xtreme-mini", "--tasks", "xnli", "--langs", "en,de", "--max-train", "32", "--max-eval", "40",
+        "--max-dev", "16", "--epochs", "1", "--batch-size", "16"]
+
+
+def _run(model, data_root, out, *extra, capsys=None) -> tuple[int, str]:
+    rc = cli.main(["run", "--model", str(model), "--data", str(data_root), "--out", str(out), "--device", "cpu",
+                   "--threads", "1", *extra])
+    text = capsys.readouterr() if capsys is not None else None
+    return rc, (text.out + text.err) if text is not None else ""
+
+
+def _metrics(out) -> dict:
+    return {(r.unit.task, r.unit.lang, r.unit.config_hash): r.metrics for r in Store(out).records()}
+
+
+@pytest.fixture(scope="module")
+def model(data_root):
+    return tiny_model(data_root)
+
+
+def test_probe_option_change_recomputes_beside_the_old_records(model, data_root, tmp_path, capsys):
+    out = tmp_path / "runs"
+    assert _run(model, data_root, out, *TATOEBA, capsys=capsys)[0] == 0
+    mean = _metrics(out)
+    assert len(mean) == 2 and all(h for _, _, h in mean)
+
+    rc, text = _run(model, data_root, out, *TATOEBA, "--set", "pooling=cls", capsys=capsys)
+    assert rc == 0 and "2 units recomputed: config changed" in text
+    both = _metrics(out)
+    assert len(both) == 4  # the mean-pooled records stay, the CLS-pooled ones sit beside them
+    cls = {k: v for k, v in both.items() if k not in mean}
+    assert {k[:2] for k in cls} == {("tatoeba", "de"), ("tatoeba", "fr")}
+    assert [v for k, v in sorted(cls.items())] != [v for k, v in sorted(mean.items())]  # other numbers
+    records = [r for r in Store(out).records() if r.unit.config_hash in {k[2] for k in cls}]
+    assert {r.config["pooling"] for r in records} == {"cls"}
+
+    # the same settings again: resumed, nothing recomputed, no new file
+    files = sorted(p.name for p in out.rglob("*.json"))
+    rc, text = _run(model, data_root, out, *TATOEBA, "--set", "pooling=cls", capsys=capsys)
+    assert rc == 0 and "recomputed" not in text
+    assert sorted(p.name for p in out.rglob("*.json")) == files
+
+
+@pytest.mark.slow
+def test_recipe_change_recomputes_and_name_gives_two_rows(model, data_root, tmp_path, capsys):
+    out = tmp_path / "runs"
+    assert _run(model, data_root, out, *XNLI, "--name", "lr-a", capsys=capsys)[0] == 0
+    first = _metrics(out)
+    rc, text = _run(model, data_root, out, *XNLI, "--name", "lr-a", "--learning-rate", "1e-3", capsys=capsys)
+    assert rc == 0 and "2 units recomputed: config changed" in text
+    rc, text = _run(model, data_root, out, *XNLI, "--name", "lr-a", "--max-train", "16", capsys=capsys)
+    assert rc == 0 and "2 units recomputed: config changed" in text
+    assert len(_metrics(out)) == 6 and set(first) < set(_metrics(out))
+
+    # two labelled settings of one model: two rows of the report, each with its own numbers
+    assert _run(model, data_root, out, *XNLI, "--name", "lr-b", "--learning-rate", "1e-3", capsys=capsys)[0] == 0
+    models = {r.unit.model.split("@")[0] for r in Store(out).records()}
+    assert models == {"lr-a", "lr-b"}
+    b = [r for r in Store(out).records() if r.unit.model.startswith("lr-b")]
+    assert {r.model["name"] for r in b} == {"lr-b"} and {r.config["recipe"]["learning_rate"] for r in b} == {1e-3}
+    capsys.readouterr()
+    assert cli.main(["report", str(out)]) == 0
+    table = capsys.readouterr().out.split("## XNLI")[1]
+    assert [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| lr-")] == ["lr-a", "lr-b"]
+
+
+def test_report_says_which_of_two_configs_it_shows(model, data_root, tmp_path, capsys):
+    out = tmp_path / "runs"
+    _run(model, data_root, out, *TATOEBA, capsys=capsys)
+    _run(model, data_root, out, *TATOEBA, "--set", "include_special=false", capsys=capsys)
+    assert cli.main(["report", str(out)]) == 0
+    text = capsys.readouterr().err
+    assert "2 cell(s) hold records of several configs; the newest of each is shown" in text
+    hashes = {r.unit.config_hash for r in Store(out).records() if r.unit.lang == "de"}  # the example cell
+    assert len(hashes) == 2 and all(f"config {h}" in text for h in hashes)  # the one shown and the one left out
+
+
+def test_a_stray_copy_of_a_record_is_an_error_naming_both(model, data_root, tmp_path, capsys):
+    out = tmp_path / "runs"
+    _run(model, data_root, out, *TATOEBA, capsys=capsys)
+    record = next(out.rglob("de.test*.json"))
+    stray = record.with_name("de.test.s0.old.json")
+    shutil.copy(record, stray)
+    with pytest.raises(DataError, match="holds the same result unit as"):
+        list(Store(out).records())
+    assert cli.main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(stray) in err and str(record) in err and len(err.strip().splitlines()) == 1
+
+
+def test_records_without_a_config_hash_are_read_with_a_notice_and_recomputed(model, data_root, tmp_path, capsys):
+    out = tmp_path / "runs"
+    _run(model, data_root, out, *TATOEBA, capsys=capsys)
+    for path in list(out.rglob("*~*.json")):  # what an older xeval wrote: no hash in the name or the unit
+        obj = json.loads(path.read_text())
+        del obj["unit"]["config_hash"]
+        path.with_name(path.name.split("~")[0] + ".json").write_text(json.dumps(obj))
+        path.unlink()
+    old = list(Store(out).records())
+    assert len(old) == 2 and all(r.unit.config_hash is None for r in old)
+    assert cli.main(["report", str(out)]) == 0
+    assert "2 records without a config hash (written by an older xeval) read as before" in capsys.readouterr().err
+    rc, text = _run(model, data_root, out, *TATOEBA, capsys=capsys)
+    assert rc == 0 and "2 units recomputed: stored without a config hash" in text
+    assert len(list(out.rglob("*.json"))) == 4
+
+
+def test_model_key_covers_the_tokenizer_files(model, tmp_path):
+    from xeval.encoders import Encoder
+
+    copy = tmp_path / "same-weights"
+    shutil.copytree(model, copy)
+    config = json.loads((copy / "tokenizer_config.json").read_text())
+    config["do_lower_case"] = not config.get("do_lower_case", False)
+    (copy / "tokenizer_config.json").write_text(json.dumps(config))
+    a, b = Encoder(model), Encoder(copy)
+    assert a.weights_hash != b.weights_hash
+    (copy / "README.md").write_text("notes change no number")
+    assert Encoder(copy).weights_hash == b.weights_hash
