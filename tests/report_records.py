@@ -10,7 +10,8 @@ LANGS = ["en", "de", "zh"]
 
 
 def rec(model, task, lang, metrics, seed=1, layer=None, split="test"):
-    return Record(unit=Unit(model=model, task=task, lang=lang, split=split, seed=seed, layer=layer),
+    return Record(unit=Unit(model=model, task=task, lang=lang, split=split, seed=seed, layer=layer,
+                            config_hash="0123456789ab"),
                   metrics=dict(metrics), n_examples=10)
 
 

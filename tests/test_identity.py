@@ -134,3 +134,28 @@ def test_model_key_covers_the_tokenizer_files(model, tmp_path):
     assert a.weights_hash != b.weights_hash
     (copy / "README.md").write_text("notes change no number")
     assert Encoder(copy).weights_hash == b.weights_hash
+
+
+# ------------------------------------------------------------------ options checked before any model loads
+
+MISSING_MODEL = "/nonexistent/model"  # never reached: each error below comes before the model would load
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "poolin=cls"],
+     "--set poolin: unknown option (did you mean 'pooling'?)"),
+    (["--suite", "xtreme-mini", "--tasks", "xnli", "--set", "warmup_ratoi=0.1"],
+     "--set warmup_ratoi: unknown option (did you mean 'warmup_ratio'"),
+    (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "warmup_ratio=0.1"],
+     "--set warmup_ratio: none of the selected tasks (tatoeba) reads this option"),
+    (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "pooling=max"], "pooling must be 'mean' or 'cls'"),
+    (["--suite", "xtreme-mini", "--tasks", "xnil"], "has no task xnil (did you mean 'xnli'?)"),
+    (["--suite", "xtreme-mini", "--tasks", "xnli", "--langs", "en,dee"], "--langs dee: no selected task"),
+    (["--suite", "xtrme"], "unknown suite 'xtrme' (did you mean 'xtreme'"),
+])
+def test_bad_options_fail_before_loading_with_the_closest_names(extra, expected, data_root, tmp_path, capfd):
+    rc = cli.main(["run", "--model", MISSING_MODEL, "--data", str(data_root), "--out", str(tmp_path / "runs"),
+                   *extra])
+    err = capfd.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and expected in err, err
+    assert MISSING_MODEL not in err and not (tmp_path / "runs").exists()

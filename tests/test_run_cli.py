@@ -88,7 +88,7 @@ def test_user_errors_are_one_line(tmp_path, data_root, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "has no task nope" in err
     assert run_cli(model, data_root, tmp_path, "--tasks", "udpos", "--set", "epoch=3") == 2
-    assert "unknown recipe field 'epoch'" in capsys.readouterr().err
+    assert "--set epoch: unknown option (did you mean 'epochs'" in capsys.readouterr().err
     assert main(["run", "--model", str(model), "--suite", "xtreme-mini", "--seeds", "x"]) == 2
     assert main(["run", "--model", str(tmp_path), "--suite", "xtreme-mini", "--data", str(data_root)]) == 2
     assert "config.json" in capsys.readouterr().err

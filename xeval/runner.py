@@ -20,6 +20,7 @@ from pathlib import Path
 
 from xeval.controls import check_control, control_parents
 from xeval.errors import ConfigError, UserError
+from xeval.options import check_langs, check_overrides, did_you_mean
 
 
 @dataclass
@@ -96,8 +97,10 @@ def select_cards(suite, tasks: list[str] | None, langs: list[str] | None) -> lis
         names = [c.name for c in cards]
         unknown = [t for t in tasks if t not in names]
         if unknown:
-            raise ConfigError(f"suite {suite.name!r} has no task {', '.join(unknown)}; it has {', '.join(names)}")
+            raise ConfigError(f"suite {suite.name!r} has no task {', '.join(unknown)}"
+                              f"{did_you_mean(unknown[0], names)}; it has {', '.join(names)}")
         cards = [c for c in cards if c.name in tasks]
+    check_langs(suite, cards, langs)
     chosen = []
     for card in cards:
         card_langs = [lang for lang in card.languages if langs is None or lang in langs]
@@ -167,7 +170,6 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> list:
     from xeval import distributed
     from xeval.adapters import FINE_TUNING, RunContext, get_adapter
-    from xeval.adapters.training import Recipe
     from xeval.atomic import check_output
     from xeval.data.sources import DataRoot
     from xeval.encoders import Encoder
@@ -180,10 +182,11 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     for flag, path in (("--export-predictions", opts.export_predictions), ("--export-labels", opts.export_labels)):
         if path:
             check_output(path, flag, folder=True)
-    Recipe.build(opts.recipe)  # a bad override (--batch-size 0, --learning-rate nan) fails before any loading
     label = check_name(opts.name)
     suite = load_suite(opts.suite)
     chosen = select_cards(suite, opts.tasks, opts.langs)
+    # an unknown --set key, a bad value (--batch-size 0, --learning-rate nan, pooling=max) fails before any loading
+    check_overrides(chosen, opts.recipe)
     data = DataRoot.resolve(opts.data)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
     if opts.ddp_finetune and worker.world == 1:

@@ -285,8 +285,10 @@ def load_card(name: str, extra: list[Path] | None = None) -> Card:
     _check_name(name, "task")
     path = _find(f"{name}.yaml", extra)
     if path is None:
+        from xeval.options import did_you_mean
+
         known = ", ".join(list_cards()) or "none"
-        raise ConfigError(f"unknown task {name!r}: no {name}.yaml in {', '.join(map(str, task_dirs(extra)))}; "
+        raise ConfigError(f"unknown task {name!r}{did_you_mean(name, list_cards())}: no {name}.yaml in {', '.join(map(str, task_dirs(extra)))}; "
                           f"known tasks: {known}")
     obj = _read_yaml(path)
     if obj.get("name") != name:
@@ -309,8 +311,10 @@ def load_suite(name: str) -> Suite:
         _check_name(name, "suite")
         path = _find(f"suites/{name}.yaml")
         if path is None:
+            from xeval.options import did_you_mean
+
             known = ", ".join(list_suites()) or "none"
-            raise ConfigError(f"unknown suite {name!r}: no suites/{name}.yaml in "
+            raise ConfigError(f"unknown suite {name!r}{did_you_mean(name, list_suites())}: no suites/{name}.yaml in "
                               f"{', '.join(map(str, task_dirs()))}; known suites: {known}")
     obj = _read_yaml(path)
     unknown = sorted(set(obj) - _SUITE_KEYS)

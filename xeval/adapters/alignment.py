@@ -34,6 +34,7 @@ ALIGN_DEFAULTS = {
     "joint": False,  # encode each pair as one sequence
     "chunk": 64,  # sentence pairs encoded at a time (bounds memory: [L, subwords, H] per sentence)
 }
+EXTRA_OPTIONS = ALIGN_DEFAULTS  # options beyond probes.DEFAULTS (xeval.options checks --set keys against them)
 
 
 # --------------------------------------------------------------------------- extraction on one similarity matrix

@@ -16,6 +16,7 @@ the submission file format; this module owns the loop, the records and the files
 from __future__ import annotations
 
 import time
+from dataclasses import fields
 from pathlib import Path
 
 from torch import nn
@@ -114,12 +115,17 @@ def _train_source(card, setting: str, lang: str) -> tuple[str, str]:
 
 # --------------------------------------------------------------------------------------------------- the loop
 
+RECIPE_FIELDS = frozenset(f.name for f in fields(Recipe))
+
 
 def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
     setting = ctx.options.get("setting", "zero-shot")
     if setting not in SETTINGS:
         raise ConfigError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")
-    recipe = Recipe.build(family_cls.defaults, card.recipe, ctx.options.get("recipe"))
+    # the command line's overrides that are recipe fields (the others are probe options of the same run, checked
+    # by xeval.options before the model loaded)
+    overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items() if k.replace("-", "_") in RECIPE_FIELDS}
+    recipe = Recipe.build(family_cls.defaults, card.recipe, overrides)
     records: list[Record] = []
     for seed in ctx.seeds:
         # zero-shot: one model per seed for all languages; translate-train: one per seed and target language
