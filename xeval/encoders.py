@@ -178,8 +178,9 @@ class Encoder:
         self.num_layers = int(backbone.config.num_hidden_layers)
         self.hidden_size = int(backbone.config.hidden_size)
         self.max_length = self._default_max_length()
-        self._hash = state_hash(backbone, backbone.config)
+        self._hash = state_hash(backbone, backbone.config, tokenizer)
         self.control = None
+        self.label = None
         return self
 
     @classmethod
