@@ -28,8 +28,9 @@ def snapshot(folder: Path) -> dict[str, int]:
 
 
 def one_error(capfd, argv: list[str], status: int = 2) -> str:
-    """Run the CLI; assert the exit status, no traceback and exactly one error line; return that line."""
-    got = cli.main(argv)
+    """Run the CLI; assert the exit status, no traceback and exactly one error line; return that line. Under -q, so
+    xeval's progress log (stderr, INFO) is not counted: the error is what must be one line."""
+    got = cli.main([argv[0], "-q", *argv[1:]])
     out, err = capfd.readouterr()
     assert got == status, f"exit {got}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
     assert "Traceback" not in err

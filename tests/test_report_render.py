@@ -29,8 +29,9 @@ def test_markdown_summary_renders_pairs_bold_and_empty_cells(results):
     assert lines[1].startswith("|:---|---:")
     assert all(line.count("|") == lines[0].count("|") for line in lines)  # every row has every cell
     # en/de/zh only: every cell is marked, and so is the Avg (not the XTREME score)
-    assert lines[2] == ("| alpha | 80.0† | 70.0† | 60.0 / 50.0† | 50.0 / 40.0† | 40.0 / 30.0† | 75.0† | 85.0† "
-                        "| 63.6† |")
+    # alpha has two seeds (each 0.5 below and above the mean): ± 0.7 = std(ddof=1) of the two per-seed cells
+    assert lines[2] == ("| alpha | 80.0 ± 0.7† | 70.0 ± 0.7† | 60.0 ± 0.7 / 50.0 ± 0.7† | 50.0 ± 0.7 / 40.0 ± 0.7† "
+                        "| 40.0 ± 0.7 / 30.0 ± 0.7† | 75.0 ± 0.7† | 85.0 ± 0.7† | 63.6 ± 0.7† |")
     assert lines[3] == ("| beta | **81.0**† | **71.0**† | **61.0** / **51.0**† | **51.0** / **41.0**† |  | **76.0**† "
                         "| **86.0**† |  |")
     assert ("<sub>† averaged over N of M XTREME languages per task: POS 3 of 33, NER 3 of 40, XQuAD 3 of 11, "
@@ -39,7 +40,7 @@ def test_markdown_summary_renders_pairs_bold_and_empty_cells(results):
 
 def test_latex_and_csv_mark_partial_cells(results):
     tex = render.render(build(results, "summary"), "latex")
-    assert r"80.0$^\dagger$" in tex and r"$^\dagger$ averaged over N of M" in tex
+    assert "alpha & 80 & 0{\\footnotesize${}\\pm{}$0.7}\\dag{}" in tex and r"\dag{} averaged over N of M" in tex
     assert "†" not in tex
     summary = pd.read_csv(io.StringIO(render.render(build(results, "summary"), "csv")), index_col=0)
     assert summary.loc["alpha", "POS F1"] == pytest.approx(80.0)  # values stay numbers
@@ -55,12 +56,14 @@ def test_markdown_language_table_shows_seed_std(results):
 def _check_latex_structure(tex: str) -> None:
     """What pdflatex would trip over: balanced braces and environments, rows as wide as their column spec."""
     assert tex.startswith(r"\documentclass") and tex.rstrip().endswith(r"\end{document}")
+    assert r"\resizebox" not in tex
     assert r"\usepackage{booktabs}" in tex
     assert tex.count("{") - tex.count(r"\{") == tex.count("}") - tex.count(r"\}")
     for env in ("table", "tabular", "document"):
         assert tex.count(rf"\begin{{{env}}}") == tex.count(rf"\end{{{env}}}")
-    for block in re.findall(r"\\begin\{tabular\}\{([lrc]+)\}\n(.*?)\\end\{tabular\}", tex, flags=re.S):
+    for block in re.findall(r"\\begin\{tabular\}\{([lrc@{}.,\\/]+)\}\n(.*?)\\end\{tabular\}", tex, flags=re.S):
         spec, body = block
+        spec = re.sub(r"@\{[^}]*\}", "", spec.replace(r"@{\,/\,}", ""))  # r@{.}l: two columns
         for line in body.splitlines():
             if line.endswith(r"\\") and r"\multicolumn" not in line:
                 cells = re.sub(r"\\begin\{tabular\}.*?\\end\{tabular\}", "X", line)  # stacked headers
@@ -71,7 +74,7 @@ def _check_latex_structure(tex: str) -> None:
 
 
 def test_latex_compiles(results, tmp_path):
-    tex = render.render(build(results, "all"), "latex")
+    tex = render.render(build(results, "all"), "latex", standalone=True)
     _check_latex_structure(tex)
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:
@@ -82,7 +85,7 @@ def test_latex_compiles(results, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (tmp_path / "report.pdf").stat().st_size > 1000
-    assert "Overfull" not in proc.stdout  # wide tables are scaled to the text width
+    assert "Overfull" not in proc.stdout  # wide tables are transposed or split to the text width
 
 
 def test_latex_escapes_special_characters():
@@ -115,6 +118,9 @@ def test_cli_report_tables_plots_and_errors(tmp_path, capsys):
     run_b = write_run(tmp_path / "b", transfer_records(B, skip=("xnli",)))
     out = tmp_path / "report" / "summary.tex"
     assert main(["report", str(run_a), str(run_b), "--table", "summary", "--format", "latex", "--out", str(out)]) == 0
+    assert out.read_text().startswith("% xeval report")  # a fragment for \input
+    assert main(["report", str(run_a), "--table", "summary", "--format", "latex", "--standalone", "--out",
+                 str(out)]) == 0
     assert out.read_text().startswith(r"\documentclass")
     assert main(["report", str(run_a), "--plot", "layers", "--figures", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "layers.png").is_file() and (tmp_path / "fig" / "layers.pdf").is_file()

@@ -54,7 +54,8 @@ def check_output(path: str | Path, what: str, *, folder: bool) -> None:
         if len(name.encode("utf-8")) > 255:
             raise UserError(f"{path}: {what}: the name {name[:40]!r}... is longer than a file system allows "
                             f"(255 bytes)")
-    parent = next(p for p in (path, *path.parents) if p.exists())
+    # a file that exists is replaced (a rerun of report --out): what must be a writable folder is above it
+    parent = next(p for p in ((path, *path.parents) if folder else path.parents) if p.exists())
     if not parent.is_dir():
         raise UserError(f"{path}: {what} lies under {parent}, which is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from xeval.atomic import check_output, write_text
+from xeval.commands._args import comma_list
 from xeval.errors import UserError
 from xeval.report import plots, render, tables
 from xeval.report.compare import baseline_document, dump_baseline
@@ -23,8 +24,17 @@ def add_arguments(parser) -> None:
                              "word order; tokenizer: fertility, unk and byte-fallback rates per language); default: all that the runs can fill (none when only --plot is given, "
                              "without --out)")
     parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
-                        help="md (GitHub Markdown), latex (booktabs document that compiles as is), csv, or "
-                             "baseline (the JSON that xeval compare checks against)")
+                        help="md (GitHub Markdown), latex (booktabs floats to \\input into a paper; --standalone for "
+                             "a document), csv, or baseline (the JSON that xeval compare checks against)")
+    parser.add_argument("--standalone", action="store_true",
+                        help="latex: a whole document that pdflatex compiles as is, instead of the floats only")
+    parser.add_argument("--text-width", type=float, default=None, metavar="PT",
+                        help="latex: the text width tables must fit at 9 pt, in pt (default 345, LaTeX article's; "
+                             "455 for an ACL table*); wider tables are transposed or split, never shrunk")
+    parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                        help="row label OLD (or a model key) shown as NEW in tables and figures (repeatable)")
+    parser.add_argument("--order", metavar="M1,M2",
+                        help="the models' rows in this order (labels or keys; the others follow in store order)")
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of printing")
     parser.add_argument("--plot", action="append", choices=list(plots.KINDS), default=[],
                         help="figure(s) to draw, PNG + PDF: " + " | ".join(plots.KINDS) + " (repeatable)")
@@ -35,6 +45,16 @@ def add_arguments(parser) -> None:
                         help="probes: the hidden_states index shown in per-language tables (default: best)")
     parser.add_argument("--model", help="baseline: the model to take when the runs hold several")
     parser.add_argument("--title", default="xeval report", help="heading of a Markdown report")
+
+
+def _renames(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        old, eq, new = item.partition("=")
+        if not eq or not old.strip() or not new.strip():
+            raise UserError(f"--rename: expected OLD=NEW, found {item!r}")
+        out[old.strip()] = new.strip()
+    return out
 
 
 def _layer(text: str):
@@ -54,7 +74,8 @@ def run(args) -> int:
         doc = baseline_document(records, model=args.model, sources=args.runs)
         _emit(dump_baseline(doc), args.out)
         return 0
-    results = tables.Results(records, split=args.split, layer=_layer(args.layer))
+    results = tables.Results(records, split=args.split, layer=_layer(args.layer), rename=_renames(args.rename),
+                             order=comma_list(args.order) if args.order else None)
     # tables unless only figures were asked for (--plot without --table and without --out)
     which = args.table or ("all" if args.out or not args.plot else None)
     if which:
@@ -68,7 +89,7 @@ def run(args) -> int:
         preamble = [f"Runs: {', '.join(code(r) for r in args.runs)}. Models: {models}.",
                     "Scores in points (%); seeds averaged first, then languages, then tasks."]
         _emit(render.render(built, args.format, heading=args.title if which == "all" else None,
-                            preamble=preamble), args.out)
+                            preamble=preamble, standalone=args.standalone, text_width=args.text_width), args.out)
     if args.plot:
         folder = Path(args.figures) if args.figures else (Path(args.out).parent if args.out else Path("figures"))
         for kind in dict.fromkeys(args.plot):

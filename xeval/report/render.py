@@ -1,4 +1,4 @@
-"""Draw ``Table``s as GitHub Markdown, as a LaTeX document (booktabs) that compiles as is, or as CSV.
+"""Draw ``Table``s as GitHub Markdown, as LaTeX (``xeval.report.latex``: booktabs floats, or a document), or as CSV.
 
 Written by hand rather than with ``DataFrame.to_markdown``/``Styler.to_latex``: those need optional packages
 (tabulate, jinja2), and neither merges F1 / EM cells, draws the paper's header band or bolds the best value per
@@ -119,86 +119,21 @@ def markdown(tables: list[Table], heading: str | None = None, preamble: list[str
     return "\n".join(parts)
 
 
-# ---------------------------------------------------------------- LaTeX
-
-_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                   "±": r"$\pm$", "·": r"$\cdot$", "→": r"$\to$", "−": "-", "†": r"$^\dagger$"}
+# ---------------------------------------------------------------- LaTeX (xeval/report/latex.py)
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in str(text))
+    from xeval.report.latex import escape
+
+    return escape(text)
 
 
-def _latex_header(text: str, stacked: bool) -> str:
-    """``XQuAD F1 / EM`` as two centred lines (task over metric), as the XLM-E table prints it; a group header
-    ("Structured Prediction") likewise, so it does not widen the columns below it."""
-    head, _, rest = text.partition(" ")
-    if not stacked or not rest:
-        return latex_escape(text)
-    return rf"\begin{{tabular}}[b]{{@{{}}c@{{}}}}{latex_escape(head)}\\ {latex_escape(rest)}\end{{tabular}}"
+def latex(tables: list[Table], standalone: bool = False, text_width: float | None = None) -> str:
+    """The table floats for ``\\input`` into a paper (booktabs), or with ``standalone`` a whole document."""
+    from xeval.report.latex import TEXT_WIDTH_PT
+    from xeval.report.latex import latex as draw
 
-
-def latex_table(table: Table) -> str:
-    display = _display_columns(table)
-    names = _index_names(table)
-    n_index = len(names)
-    cells = _cells(table, lambda t: rf"\textbf{{{t}}}", lambda s: rf"{{\scriptsize${{}}\pm{{}}${s}}}", " / ",
-                   r"$^\dagger$")
-    numeric = "c" if table.stacked_headers else "r"  # centred under two-line headers, as the paper prints it
-    spec = "l" * n_index + "".join("c" if len(cols) > 1 else numeric for _, cols in display)
-    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}"]
-    # shrink to the text width only when wider than it (graphicx's \width is the natural width)
-    lines.append(r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%")
-    lines.append(rf"\begin{{tabular}}{{{spec}}}")
-    lines.append(r"\toprule")
-    if table.groups:
-        band, rules, position = [""] * n_index, [], n_index + 1
-        spans = {}
-        for header, cols in table.groups:
-            span = [i for i, (_, dcols) in enumerate(display) if set(dcols) & set(cols)]
-            if span:
-                spans[span[0]] = (header, len(span))
-        i = 0
-        while i < len(display):
-            if i in spans:
-                header, width = spans[i]
-                band.append(rf"\multicolumn{{{width}}}{{c}}{{{_latex_header(header, table.stacked_headers)}}}")
-                rules.append(rf"\cmidrule(lr){{{position + i}-{position + i + width - 1}}}")
-                i += width
-            else:
-                band.append("")
-                i += 1
-        lines.append(" & ".join(band) + r" \\")
-        lines.append(" ".join(rules))
-    header = [latex_escape(n) for n in names] + [_latex_header(h, table.stacked_headers) for h, _ in display]
-    lines.append(" & ".join(header) + r" \\")
-    lines.append(r"\midrule")
-    for idx, row in zip(_index_cells(table), cells):
-        lines.append(" & ".join([latex_escape(x) for x in idx] + row) + r" \\")
-    lines.append(r"\bottomrule")
-    lines.append(r"\end{tabular}}")
-    for note in table.notes:
-        lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
-
-
-def latex(tables: list[Table], standalone: bool = True) -> str:
-    """A complete document (``pdflatex`` compiles it as is) or, with ``standalone=False``, the table floats
-    only, for ``\\input`` into a paper that loads booktabs and graphicx."""
-    body = "\n".join(latex_table(t) for t in tables)
-    if not standalone:
-        return body
-    return "\n".join([
-        r"\documentclass{article}",
-        r"\usepackage{booktabs}",
-        r"\usepackage{graphicx}",
-        r"\begin{document}",
-        body,
-        r"\end{document}",
-        "",
-    ])
+    return draw(tables, standalone=standalone, text_width=text_width or TEXT_WIDTH_PT)
 
 
 # ---------------------------------------------------------------- CSV
@@ -237,11 +172,12 @@ def csv(tables: list[Table]) -> str:
     return buffer.getvalue()
 
 
-def render(tables: list[Table], fmt: str, heading: str | None = None, preamble: list[str] | None = None) -> str:
+def render(tables: list[Table], fmt: str, heading: str | None = None, preamble: list[str] | None = None,
+           standalone: bool = False, text_width: float | None = None) -> str:
     if fmt == "md":
         return markdown(tables, heading=heading, preamble=preamble)
     if fmt == "latex":
-        return latex(tables)
+        return latex(tables, standalone=standalone, text_width=text_width)
     if fmt == "csv":
         return csv(tables)
     raise ValueError(f"unknown format {fmt!r}")

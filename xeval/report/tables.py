@@ -109,15 +109,22 @@ class Table:
 class Results:
     """Records prepared for reporting: one split per task, one layer per probe (best, or the one asked for)."""
 
-    def __init__(self, records, split: str | None = None, layer: int | str | None = "best"):
+    def __init__(self, records, split: str | None = None, layer: int | str | None = "best",
+                 rename: dict[str, str] | None = None, order: list[str] | None = None):
+        """``rename``: {row label or model key: new label} (``--rename old=new``); ``order``: the models' rows in
+        this order (labels or keys, before or after renaming; the others follow in store order)."""
         records = list(records)
         self.records = records  # per-example outcomes are read from them (confidence intervals)
         frame = pick_split(long_frame(records), split)
         self.controls = {k: v for k, v in control_parents(records).items() if k in set(frame["model"])}
+        self.labels = model_labels(frame["model"])
+        if order:
+            frame = _in_order(frame, order, self.labels, rename or {})
         if self.controls:
             frame = _controls_after_parents(frame, self.controls)
-        self.labels = model_labels(frame["model"])
         self._label_controls()
+        if rename:
+            self._rename(rename)
         self.sweep = frame  # every layer, for layer tables and plots
         self.chosen_layers: dict[tuple, int] = {}
         self.long = self._select_layers(frame, layer)
@@ -155,6 +162,26 @@ class Results:
             if values.count(self.labels[key]) > 1:
                 self.labels[key] = key
 
+    def _rename(self, rename: dict[str, str]) -> None:
+        known = set(self.labels) | set(self.labels.values())
+        unknown = [old for old in rename if old not in known]
+        if unknown:
+            raise UserError(f"--rename: no model {', '.join(map(repr, unknown))} in the runs; rows are "
+                            + ", ".join(repr(v) for v in dict.fromkeys(self.labels.values())))
+        for key, label in list(self.labels.items()):
+            new = rename.get(key, rename.get(label))
+            if new is None and key in self.controls:  # a control follows its model's new name
+                parent = self.controls[key][0]
+                base = rename.get(parent, rename.get(model_labels([parent]).get(parent, "")))
+                if base:
+                    new = f"{base} ({CONTROL_LABELS[self.controls[key][1]]})"
+            if new:
+                self.labels[key] = new
+        values = list(self.labels.values())
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise UserError(f"--rename: two models would share the row label {twice[0]!r}")
+
     def row(self, model: str, setting: str) -> str:
         return row_label(model, setting, self.labels)
 
@@ -168,6 +195,23 @@ class Results:
         present = list(dict.fromkeys(self.stats["task"]))
         order = list(XTREME_TASKS)
         return sorted(present, key=lambda t: (order.index(xtreme_task(t)) if xtreme_task(t) else len(order), t))
+
+
+def _in_order(frame: pd.DataFrame, order: list[str], labels: dict[str, str], rename: dict[str, str]) -> pd.DataFrame:
+    """The frame with the models named in ``order`` first, in that order (by key, label or new label)."""
+    names = {}
+    for key, label in labels.items():
+        for name in (key, label, rename.get(key), rename.get(label)):
+            if name:
+                names.setdefault(name, key)
+    unknown = [name for name in order if name not in names]
+    if unknown:
+        raise UserError(f"--order: no model {', '.join(map(repr, unknown))} in the runs; rows are "
+                        + ", ".join(repr(v) for v in dict.fromkeys(labels.values())))
+    first = list(dict.fromkeys(names[name] for name in order))
+    models = list(dict.fromkeys(frame["model"]))
+    rank = {m: i for i, m in enumerate(first + [m for m in models if m not in first])}
+    return frame.sort_values("model", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)
 
 
 def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame:
@@ -353,6 +397,39 @@ def xtreme_score(blocks: dict[str, dict]) -> float | None:
     return float(np.mean(values))
 
 
+def _summary_std(results: Results, sources: dict, mean: pd.DataFrame) -> pd.DataFrame:
+    """Std over seeds of each summary cell: the cell computed per seed (XTREME's aggregation over that seed's
+    languages), over the seeds that cover every language of the cell; the Avg column likewise from the per-seed
+    XTREME scores. NaN with fewer than two such seeds."""
+    per_seed: dict = {}  # (row, seed) -> {task: block}
+    for (model, setting, task, seed), group in results.long.groupby(["model", "setting", "task", "seed"], sort=False):
+        canon = xtreme_task(task)
+        if canon is None:
+            continue
+        per_lang: dict[str, dict[str, float]] = {}
+        for row in group.itertuples(index=False):
+            per_lang.setdefault(row.lang, {})["exact_match" if row.metric == "em" else row.metric] = float(row.value)
+        per_seed.setdefault((results.row(model, setting), seed), {})[canon] = (task_summary(canon, per_lang),
+                                                                               set(per_lang))
+    languages = task_languages(results)
+    std = pd.DataFrame(np.nan, index=mean.index, columns=mean.columns)
+    for row in mean.index:
+        seeds = [seed for r, seed in per_seed if r == row]
+        for column, (task, key) in sources.items():
+            values = [per_seed[(row, s)][task][0][key] for s in seeds if task in per_seed[(row, s)]
+                      and per_seed[(row, s)][task][1] == languages.get(row, {}).get(task)]
+            if len(values) >= 2:
+                std.loc[row, column] = float(np.std(values, ddof=1))
+        scores = []
+        for s_ in seeds:
+            blocks = per_seed[(row, s_)]
+            if all(task in blocks and blocks[task][1] == languages.get(row, {}).get(task) for task in XTREME_TASKS):
+                scores.append(xtreme_score({t: b for t, (b, _) in blocks.items()}))
+        if len(scores) >= 2 and not np.isnan(mean.at[row, "Avg"]):
+            std.loc[row, "Avg"] = float(np.std(scores, ddof=1))
+    return std
+
+
 def summary_table(results: Results) -> Table:
     blocks = task_blocks(results)
     if not blocks:
@@ -401,7 +478,11 @@ def summary_table(results: Results) -> Table:
     if marked["Avg"].any():
         notes.append("Avg†: a mean over † cells, not the XTREME score")
     controls = set(results.control_rows()) & set(mean.index)
-    return Table(key="summary", title="XTREME summary", mean=mean, pairs=pairs, groups=groups,
+    std = _summary_std(results, sources, mean)
+    if std.notna().any().any():
+        notes.append("± = standard deviation over seeds of the cell computed per seed")
+    return Table(key="summary", title="XTREME summary", mean=mean, std=std if std.notna().any().any() else None,
+                 pairs=pairs, groups=groups,
                  notes=notes + (_control_note(results) if controls else []), stacked_headers=True, controls=controls,
                  marked=marked if marked.any().any() else None)
 
