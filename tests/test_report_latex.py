@@ -19,6 +19,12 @@ def paper():
     return Results(xtreme_scale_records())
 
 
+@pytest.fixture(scope="module")
+def paper_tables(paper):
+    """The paper's tables (summary, gap, layers, per language); the analyses' tables have their own tests."""
+    return [t for kind in ("summary", "gap", "layers", "languages") for t in build(paper, kind)]
+
+
 def _compile(tex: str, folder):
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:
@@ -51,8 +57,8 @@ def _char_sizes(pdf) -> dict[float, int]:
     return sizes
 
 
-def test_xtreme_scale_latex_compiles_with_no_text_below_8pt(paper, tmp_path):
-    tex = render.render(build(paper, "all"), "latex", standalone=True)
+def test_xtreme_scale_latex_compiles_with_no_text_below_8pt(paper_tables, tmp_path):
+    tex = render.render(paper_tables, "latex", standalone=True)
     assert r"\resizebox" not in tex
     pdf, log = _compile(tex, tmp_path)
     overfull = re.findall(r"Overfull \\hbox \((\d+\.\d+)pt too wide\)", log)
@@ -77,8 +83,8 @@ def test_wide_language_tables_are_transposed_and_split(paper):
     assert text.count(r"\label{tab:languages-udpos}") == 1
 
 
-def test_fragment_labels_minus_alignment_and_seed_std(paper):
-    tex = render.render(build(paper, "all"), "latex")
+def test_fragment_labels_minus_alignment_and_seed_std(paper, paper_tables):
+    tex = render.render(paper_tables, "latex")
     assert not tex.lstrip().startswith(r"\documentclass") and r"\begin{document}" not in tex  # a fragment
     labels = re.findall(r"\\label\{(tab:[a-z0-9-]+)\}", tex)
     assert "tab:summary" in labels and "tab:gap" in labels and len(labels) == len(set(labels))

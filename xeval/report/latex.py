@@ -317,8 +317,8 @@ def latex_table(table, text_width: float = TEXT_WIDTH_PT) -> str:
 
 def latex(tables, standalone: bool = False, text_width: float = TEXT_WIDTH_PT) -> str:
     """The tables' floats, for ``\\input`` into a paper that loads booktabs; ``standalone``: a whole document."""
-    body = "\n".join(latex_table(t, text_width) for t in tables)
     if not standalone:
+        body = "\n".join(latex_table(t, text_width) for t in tables)
         return (f"% xeval report: \\input this file into a document that loads booktabs (tables fitted to a "
                 f"{text_width:g} pt text width)\n" + body)
     width = []
@@ -326,5 +326,7 @@ def latex(tables, standalone: bool = False, text_width: float = TEXT_WIDTH_PT) -
         width = [rf"\setlength{{\textwidth}}{{{text_width:g}pt}}",
                  r"\setlength{\oddsidemargin}{\dimexpr(\paperwidth-\textwidth)/2-1in\relax}",
                  r"\setlength{\evensidemargin}{\oddsidemargin}"]
+    # a page break after each table's floats: LaTeX holds at most 18 floats it has not placed yet
+    body = "\\clearpage\n".join(latex_table(t, text_width) for t in tables)
     return "\n".join([r"\documentclass{article}", r"\usepackage{booktabs}", *width, r"\begin{document}", body,
                       r"\end{document}", ""])
