@@ -52,3 +52,12 @@ def micro_config(data_root: Path, objectives: dict, tokenizer: Path | None = Non
         "train": {"steps": 6, "lr": 1e-3, "warmup": 2, "log_every": 1, "save_every": 100, **train},
         "objectives": objectives,
     })  # fmt: skip
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (torchrun's rendezvous; fixed formulas collide on a shared machine)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests import ddp_objectives
+from tests.helpers_engine import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,7 +24,7 @@ def two_process(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ddp-objectives")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-           str(31000 + os.getpid() % 2000), str(REPO / "tests" / "ddp_objectives.py"), str(out)]  # fmt: skip
+           str(free_port()), str(REPO / "tests" / "ddp_objectives.py"), str(out)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out

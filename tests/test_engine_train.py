@@ -13,7 +13,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from tests.helpers_engine import make_data_root, micro_config
+from tests.helpers_engine import free_port, make_data_root, micro_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -143,7 +143,7 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
     for n in (1, 2):
         out = tmp_path / f"out{n}"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(n), "--master_port",
-               str(29500 + n + os.getpid() % 1000), "-m", "xeval", "pretrain", "--config", str(config), "--out",
+               str(free_port()), "-m", "xeval", "pretrain", "--config", str(config), "--out",
                str(out)]  # fmt: skip
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
