@@ -194,6 +194,12 @@ def broken_model(tiny: Path, tmp_path: Path, how: str) -> tuple[Path, Path]:
             if p.name not in ("config.json", "model.safetensors"):
                 p.unlink()
         return folder, folder
+    if how == "tokenizer.json bad JSON":
+        (folder / "tokenizer.json").write_text('{"version": \n')
+        return folder, folder / "tokenizer.json"
+    if how == "safetensors header not JSON":
+        (folder / "model.safetensors").write_bytes((10).to_bytes(8, "little") + b"{not json}" + bytes(64))
+        return folder, folder / "model.safetensors"
     if how == "truncated safetensors":
         data = (folder / "model.safetensors").read_bytes()
         (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
@@ -210,7 +216,8 @@ def broken_model(tiny: Path, tmp_path: Path, how: str) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("how", ["no tokenizer", "truncated safetensors", "config.json a list",
-                                 "config.json wrong type", "config.json bad JSON"])
+                                 "config.json wrong type", "config.json bad JSON", "tokenizer.json bad JSON",
+                                 "safetensors header not JSON"])
 def test_broken_model_folder_is_one_line_before_any_work(world, tiny, tmp_path, capfd, how):
     data, _ = world("panx", GOOD["panx"])
     model, named = broken_model(tiny, tmp_path, how)
@@ -218,7 +225,7 @@ def test_broken_model_folder_is_one_line_before_any_work(world, tiny, tmp_path, 
     error = one_error(capfd, ["run", "--model", str(model), "--suite", "t", "--data", str(data),
                               "--out", str(tmp_path / "runs")])
     assert str(named) in error and "Loading weights" not in error, error
-    if named.name == "config.json":
+    if named.name.endswith(".json"):
         names_line(error, named)
     assert snapshot(tmp_path) == before
 
@@ -242,6 +249,7 @@ ARG_CASES = {
     "--seeds huge": (["--seeds", "99999999999999999999"], "--seeds"),
     "--seeds list out of range": (["--seeds", "1,99999999999999999999"], "--seeds"),
     "--threads 0": (["--threads", "0"], "--threads"),
+    "--control-seed huge": (["--control", "random-init", "--control-seed", str(2**70)], "--control-seed"),
     "--out a file": (["--out", "a-file"], "--out expects a folder"),
     "--export-predictions a file": (["--export-predictions", "a-file"], "--export-predictions expects a folder"),
     "--out under a file": (["--out", "a-file/runs"], "which is a file"),
@@ -563,3 +571,10 @@ def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
     header, *rows = table.splitlines()[1:]
     assert header.split() == ["lang", "split", "n", "f1", "exact_match"]
     assert rows[0].split() == ["ar", "test", "10", "-", "-"] and rows[1].split() == ["de", "test", "10", "61.5", "40.0"]
+
+
+@pytest.mark.parametrize("flags, expected", [(["--minutes", "nan"], "--minutes"), (["--threads", "0"], "--threads"),
+                                             (["--seed", "-1"], "--seed")])
+def test_bad_quickstart_arguments_fail_before_writing(tmp_path, capfd, flags, expected):
+    error = one_error(capfd, ["quickstart", "--out", str(tmp_path / "qs"), *flags])
+    assert expected in error and not (tmp_path / "qs").exists()

@@ -30,6 +30,9 @@ def check_model_folder(folder: Path) -> None:
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise DataError(folder, None, f"expected tokenizer files in the model folder (one of "
                                       f"{', '.join(TOKENIZER_FILES)}), found none")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (folder / name).is_file():
+            read_json(folder / name, f"{name} (JSON)")  # a broken one is named with its line, not "cannot load"
     for path in sorted(folder.glob("*.safetensors")):
         check_safetensors(path)
 

@@ -290,8 +290,10 @@ def _fmt(value) -> str:
 
 def quickstart(opts: Options, echo=print) -> dict:
     """Run every stage (reusing what matches) and return the summary also written to ``<out>/quickstart.json``."""
-    if opts.minutes <= 0:
-        raise UserError(f"--minutes must be positive, got {opts.minutes}")
+    if not 0 < opts.minutes < float("inf"):  # NaN too: "nan <= 0" is False
+        raise UserError(f"--minutes must be a finite positive number, got {opts.minutes}")
+    if opts.seed < 0:
+        raise UserError(f"--seed must be an integer >= 0, got {opts.seed}")
     world_config(opts)  # bad --overlap / --order fail before anything is written
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -52,10 +52,9 @@ class ScoreReport:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(path, None, f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+    from xeval.textfile import read_utf8
+
+    return read_utf8(path)  # a bad byte is named with its line; a BOM is accepted
 
 
 def read_tags(path: Path) -> list[tuple[int, list[str]]]:

@@ -37,7 +37,9 @@ def run(args) -> int:
         overlap = tuple(float(x) for x in _list(args.overlap))
     except ValueError:
         raise UserError(f"--overlap: expected fractions like 0.5 or 0,0.5, found {args.overlap!r}") from None
-    torch.set_num_threads(max(1, args.threads))
+    if args.threads < 1:
+        raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
+    torch.set_num_threads(args.threads)
     opts = Options(out=args.out, minutes=args.minutes, seed=args.seed, overlap=overlap,
                    order=tuple(s.upper() for s in _list(args.order)), languages=args.languages)  # fmt: skip
     quickstart(opts)

@@ -71,6 +71,8 @@ def run(args) -> int:
     from xeval.runner import RunOptions, RunSummary, format_tables, parse_seeds
     from xeval.runner import run as run_suite
 
+    if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
+        raise UserError(f"--control-seed: expected an integer in 0..2**63-1, found {args.control_seed}")
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
     recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS

@@ -350,6 +350,9 @@ def _load_tatoeba(src, lang, split) -> list[Bitext]:
     if len(a) != len(b):
         raise DataError(tgt_path, min(len(a), len(b)) + 1,
                         f"expected as many lines as {src_path} ({len(a)}), found {len(b)}")
+    for i, (x, y) in enumerate(zip(a, b), 1):
+        if not x.strip() or not y.strip():
+            raise DataError(src_path if not x.strip() else tgt_path, i, "expected a sentence, found an empty line")
     return [Bitext(x, y, lang, split, str(src_path), i + 1) for i, (x, y) in enumerate(zip(a, b))]
 
 
