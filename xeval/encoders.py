@@ -17,6 +17,7 @@ Remote code runs only when the user asks for it (``trust_remote_code``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,9 @@ def state_hash(model: torch.nn.Module, config=None, tokenizer=None) -> str:
     return digest.hexdigest()
 
 
+# A hub repository id: "name" or "org/name" (what is neither, and is no folder, is a missing local path).
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
 # Besides the weights (*.safetensors) and config.json, the files that change what a model computes for a text:
 # the tokenizer's (fast and slow formats) and a sentence-transformers folder's module configs (pooling, Dense,
 # Normalize). Logs, READMEs and training state are left out: they change no number.
@@ -117,6 +121,9 @@ class Encoder:
         self.device = torch.device(device)
         local = Path(self.spec).expanduser()
         self.is_local = local.exists()
+        self.trust_remote_code = bool(trust_remote_code)
+        if not self.is_local and not HUB_ID.fullmatch(self.spec):
+            raise UserError(f"{self.spec}: no such model folder (and not a hub id like 'org/name')")
         if self.is_local and not (local / "config.json").is_file():
             raise UserError(f"{local}: expected a model directory with config.json, found none")
         if self.is_local:
@@ -143,7 +150,8 @@ class Encoder:
         except (OSError, ValueError, TypeError, KeyError, SafetensorError) as err:
             # a folder or hub repository transformers cannot read (the local checks above catch the usual cases)
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise UserError(f"{self.spec}: cannot load model and tokenizer ({first})") from None
+            where = "" if self.is_local else "no local folder of that name; as a hub id: "
+            raise UserError(f"{self.spec}: cannot load model and tokenizer ({where}{first})") from None
         finally:
             if bar:
                 hf_logging.enable_progress_bar()
@@ -279,6 +287,7 @@ class Encoder:
             "hidden_size": self.hidden_size,
             **self.settings(),
             **({"name": self.label} if self.label else {}),
+            **({"trust_remote_code": True} if getattr(self, "trust_remote_code", False) else {}),
             **(self.control or {}),
         }
 

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 from xeval.errors import ConfigError
 
 # Options every probe reads besides its DEFAULTS: the first N examples per language (--max-eval).
-PROBE_RUN_OPTIONS = ("max_eval",)
+# --eval-batch-size: the sentences encoded per forward pass (the probes' batch_size).
+PROBE_RUN_OPTIONS = ("max_eval", "eval_batch_size")
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -46,6 +46,9 @@ class RunOptions:
     shard: tuple[int, int] | None = None  # --shard i/N: this process computes the i-th of N parts of the run
     ddp_finetune: bool = False  # torchrun: every rank trains each fine-tune together (data parallel)
     name: str | None = None  # --name TAG: the name in the model key, so two settings of one model are two rows
+    revision: str | None = None  # hub revision (branch, tag or commit) of --model
+    dtype: str = "float32"  # float32 | bfloat16 | float16: the weights' and activations' dtype
+    trust_remote_code: bool = False  # run the model repository's own Python code (only when asked)
 
 
 MAX_SEEDS = 1000
@@ -161,6 +164,10 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
     echo = echo or log.info
     summary = summary if summary is not None else RunSummary()
     started = time.perf_counter()
+    from xeval.devices import check_device, check_dtype
+
+    check_device(opts.device)  # before anything loads: no CUDA, a typo -> one line
+    check_dtype(opts.dtype)
     with distributed.session(opts.shard, opts.device, opts.threads, opts.ddp_finetune) as (worker, device):
         records = _run(opts, worker, device, echo, on_task, summary, encoder)
     summary.seconds = time.perf_counter() - started
@@ -194,7 +201,10 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if worker.count > 1 and opts.out is None:
         raise UserError("several workers share their results through a store: give --out (a shared folder)")
     if encoder is None:
-        encoder = Encoder(opts.model, device=device)
+        from xeval.devices import check_dtype
+
+        encoder = Encoder(opts.model, device=device, dtype=check_dtype(opts.dtype), revision=opts.revision,
+                          trust_remote_code=opts.trust_remote_code)
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     if label is not None:
         encoder.label = label

@@ -87,6 +87,8 @@ def probe_options(card, ctx, extra: dict | None = None) -> dict:
     out = {k: recipe.get(k, v) for k, v in defaults.items()}
     given = ctx.options or {}
     for source in (given.get("recipe") or {}, given):
+        if source.get("eval_batch_size") is not None:  # xeval run --eval-batch-size: sentences per forward pass
+            out["batch_size"] = source["eval_batch_size"]
         out.update({k: v for k, v in source.items() if k in defaults and v is not None})
     for key, default in defaults.items():
         out[key] = _as_type(key, out[key], default, card.name)

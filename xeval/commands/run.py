@@ -16,6 +16,7 @@ _RECIPE_FLAGS = {
     "batch_size": (int, "examples per optimiser step"),
     "max_length": (int, "tokens per input (capped by the model's limit)"),
     "eval_every": (int, "evaluate on the English dev set every N steps (and at each epoch end)"),
+    "eval_batch_size": (int, "examples per forward pass when predicting and encoding (probes: sentences)"),
 }
 
 
@@ -34,6 +35,11 @@ def add_arguments(parser) -> None:
                         help="write the gold of exactly the evaluated examples in the same layout (for xeval score)")
     parser.add_argument("--overwrite", action="store_true", help="recompute units that are already stored")
     parser.add_argument("--device", default="auto", metavar="DEVICE", help="cpu, cuda, cuda:1, mps or auto (default)")
+    parser.add_argument("--revision", metavar="REV", help="hub revision of --model: branch, tag or commit (recorded)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="weights and activations (default float32; recorded and part of each unit's identity)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="run the Python code a hub model repository ships (off unless given; recorded)")
     parser.add_argument("--layers", metavar="all|K,K", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
     parser.add_argument("--plot", metavar="STEM",
                         help="probes: write the layer-sweep figure STEM.png and STEM.pdf (xeval report --plot layers)")
@@ -90,6 +96,7 @@ def run(args) -> int:
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
+        revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
     )
     summary = RunSummary()
     records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
