@@ -11,7 +11,8 @@ TRAIN_TEXT = [
 
 
 def make_tiny_bert(folder: Path, texts: list[str] | None = None, vocab_size: int = 400, layers: int = 2,
-                   hidden: int = 32, seed: int = 0) -> Path:
+                   hidden: int = 32, seed: int = 0, heads: int = 2, intermediate: int | None = None,
+                   max_positions: int = 128) -> Path:
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
@@ -27,10 +28,11 @@ def make_tiny_bert(folder: Path, texts: list[str] | None = None, vocab_size: int
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
     )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=128)
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=max_positions)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=2, intermediate_size=hidden * 2, max_position_embeddings=128)
+                        num_attention_heads=heads, intermediate_size=intermediate or hidden * 2,
+                        max_position_embeddings=max_positions)
     model = BertModel(config)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)

@@ -99,6 +99,29 @@ def test_training_is_deterministic(tiny_encoder, udpos, tmp_path, data_root):
     assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
 
 
+def test_bf16_training_is_deterministic_close_to_fp32_and_not_equal(tiny_encoder, udpos, tmp_path, data_root):
+    """recipe precision=bf16: training under bf16 autocast keeps fp32 weights, repeats bit for bit, and lands
+    near the fp32 weights (not on them: the autocast is really on)."""
+    fam = family(tiny_encoder, udpos, tmp_path, data_root)
+    feats = fam.features([sentence("the cat sat on the mat".split(), ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"]),
+                          sentence("der Hund schläft".split(), ["DET", "NOUN", "VERB"])] * 4)
+    states = {}
+    for precision in ("fp32", "bf16", "bf16"):
+        set_seed(3)
+        model = fam.build_model(copy.deepcopy(tiny_encoder.model))
+        recipe = Recipe.build({"batch_size": 4, "epochs": 1, "learning_rate": 1e-3, "precision": precision})
+        finetune.fine_tune(model, feats, recipe, seed=3, pad_token_id=0)
+        state = model.state_dict()
+        assert all(v.dtype != torch.bfloat16 for v in state.values())
+        if precision in states:
+            assert all(torch.equal(states[precision][k], state[k]) for k in state)
+        states[precision] = state
+    gap = max(float((states["bf16"][k].float() - states["fp32"][k].float()).abs().max()) for k in state)
+    assert 0 < gap < 0.05
+    with pytest.raises(ConfigError, match="precision"):
+        Recipe.build({"precision": "fp16"})
+
+
 @pytest.mark.slow
 def test_run_stores_records_and_resumes(tiny_encoder, udpos, tmp_path, data_root, monkeypatch):
     before = {k: v.clone() for k, v in tiny_encoder.model.state_dict().items()}

@@ -227,10 +227,10 @@ def session(shard: tuple[int, int] | None = None, device: str = "auto", threads:
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     dist.init_process_group(backend="nccl" if nccl else "gloo", timeout=TIMEOUT)
-    try:
-        yield worker, device
-    finally:
-        dist.destroy_process_group()
+    yield worker, device  # on an error the group is left as it is: torchrun stops the other ranks
+    # leave together: a rank that tears down its side while rank 0 still reads the run back can abort at exit
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def _cpus() -> int:

@@ -53,6 +53,7 @@ class Recipe:
     weight_decay: float = 0.0
     adam_epsilon: float = 1e-8
     max_grad_norm: float = 1.0
+    precision: str = "fp32"  # "bf16": training forward/backward under bf16 autocast (fp32 weights); eval stays fp32
     max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
     eval_every: int | None = None  # dev evaluation every N steps (besides each epoch end); None = epoch ends only
     select: str = "dev"  # "dev": keep the best English-dev weights; "last": keep the final weights
@@ -111,6 +112,8 @@ class Recipe:
                                   f"'last', found {self.model_selection!r}")
         if self.select not in {"dev", "last"}:
             raise ConfigError(f"recipe field select: expected 'dev' or 'last', found {self.select!r}")
+        if self.precision not in {"fp32", "bf16"}:
+            raise ConfigError(f"recipe field precision: expected 'fp32' or 'bf16', found {self.precision!r}")
         if isinstance(self.label_first_subword, str):
             self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
         if not self.label_first_subword:
@@ -289,6 +292,7 @@ def fine_tune(
     generator = torch.Generator().manual_seed(seed)
     select = recipe.select == "dev" and evaluate is not None
     rank, world = distributed.rank_world() if data_parallel else (0, 1)
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
 
     best_score, best_step, best_state = None, None, None
     curve: list[tuple[int, float]] = []
@@ -319,7 +323,8 @@ def fine_tune(
             for index in range(rank, len(chunks), world):  # one process: every micro-batch
                 chunk = {k: v.to(device) for k, v in chunks[index].items()}
                 torch.manual_seed(_micro_batch_seed(seed, step, index))  # dropout masks independent of the rank
-                loss = model(**chunk)[0]
+                with autocast:
+                    loss = model(**chunk)[0].float()
                 (loss * len(chunk["input_ids"]) / n).backward()  # mean over the whole step's examples
             if world > 1:
                 distributed.all_reduce_gradients(model.parameters())
