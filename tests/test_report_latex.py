@@ -47,7 +47,7 @@ def _char_sizes(pdf) -> dict[float, int]:
 
     def walk(item):
         if isinstance(item, LTChar):
-            size = round(item.size, 1)
+            size = round(item.size, 1)  # upright text: its height at the printed size
             sizes[size] = sizes.get(size, 0) + 1
         for child in getattr(item, "_objs", []) or []:
             walk(child)

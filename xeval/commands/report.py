@@ -38,6 +38,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="FILE", help="write here (atomically) instead of printing")
     parser.add_argument("--plot", action="append", choices=list(plots.KINDS), default=[],
                         help="figure(s) to draw, PNG + PDF: " + " | ".join(plots.KINDS) + " (repeatable)")
+    parser.add_argument("--figure-width", choices=sorted(plots.WIDTHS), default="column",
+                        help="figures exactly a paper's column (3.3 in, default) or page (6.9 in) wide, text >= 7 pt")
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="folder for figures (<DIR>/<kind>.png|pdf); default: beside --out, else figures/")
     parser.add_argument("--split", help="report this split (default: test where present)")
@@ -93,7 +95,7 @@ def run(args) -> int:
     if args.plot:
         folder = Path(args.figures) if args.figures else (Path(args.out).parent if args.out else Path("figures"))
         for kind in dict.fromkeys(args.plot):
-            for path in plots.plot(results, kind, folder / kind):
+            for path in plots.plot(results, kind, folder / kind, width=args.figure_width):
                 print(f"wrote {path}", file=sys.stderr)
     return 0
 

@@ -1,7 +1,12 @@
-"""Figures for papers: layer sweeps, per-language bars, transfer gaps. Each is written as PNG and PDF.
+"""Figures for papers: layer sweeps, per-language bars, transfer gaps, correlations. Each is written as PNG and PDF.
 
-Made to survive print: axis labels with units, a legend, colour plus marker/hatch so lines differ in grey,
-``bbox_inches="tight"`` so no label is clipped, the figure widened with the number of languages.
+Made for a paper's column (``width="column"``, 3.3 in) or page (``"page"``, 6.9 in), at exactly that width so
+that ``\\includegraphics[width=\\columnwidth]`` prints the text at its size, never below 7 pt (labels 8 pt, ticks
+and legends 7 pt); PDFs embed TrueType (Type 42) fonts, never Type 3, as ACL's and IEEE's checkers require. The
+Okabe-Ito palette (safe for the common colour-vision deficiencies) plus markers and hatches, so lines and bars
+also differ in grey print; error bars (± std over seeds) wherever a value has two seeds or more. Axes and legends
+are laid out inside the figure (constrained layout; the legend below the axes), so nothing is clipped and the
+saved size is the size asked for. Per-language bars turn horizontal when the languages do not fit across.
 """
 
 from __future__ import annotations
@@ -37,8 +42,15 @@ _METRIC_LABELS = {
 }
 _TASK_METRIC_LABELS = {("tatoeba", "accuracy"): "top-1 accuracy, en→xx", ("bucc", "f1"): "mining F1"}
 
-plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
-                     "axes.spines.top": False, "axes.spines.right": False})
+WIDTHS = {"column": 3.3, "page": 6.9}  # inches: a two-column paper's column and its full text width
+MIN_POINTS = 7.0  # the smallest text in any figure
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with protanopia, deuteranopia and tritanopia
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+plt.rcParams.update({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7,
+                     "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 8,
+                     "axes.spines.top": False, "axes.spines.right": False,
+                     "pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType (Type 42) fonts in PDF/PS, not Type 3
 
 
 def metric_label(metric: str, task: str = "") -> str:
@@ -47,8 +59,41 @@ def metric_label(metric: str, task: str = "") -> str:
 
 
 def _colors(n: int):
-    cmap = plt.get_cmap("tab10")
-    return [cmap(i % 10) for i in range(n)]
+    return [OKABE_ITO[i % len(OKABE_ITO)] for i in range(n)]
+
+
+def _inches(width: str | float) -> float:
+    if isinstance(width, int | float):
+        return float(width)
+    if width not in WIDTHS:
+        raise UserError(f"--figure-width: expected column or page, found {width!r}")
+    return WIDTHS[width]
+
+
+def _wrap(text: str, inches: float, points: float = 8.0) -> str:
+    """Break a long axis label so it fits ``inches`` (about 0.55 em a character)."""
+    import textwrap
+
+    return textwrap.fill(text, max(16, int(inches * 72 / (0.55 * points))))
+
+
+def _subplots(n: int, width: float, panel_height: float, max_cols: int = 3, widest: float = 2.2):
+    """``n`` panels at ``width`` inches: as many per row as fit ``widest`` inches each (at most ``max_cols``)."""
+    ncols = max(1, min(n, max_cols, int(width // widest)))
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows + 0.5), squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def _legend(fig, handles, labels, width: float) -> None:
+    """One legend below the axes, inside the figure."""
+    if not labels:
+        return
+    per_row = max(1, int(width // 1.6))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row), frameon=False)
 
 
 def _styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:
@@ -67,50 +112,51 @@ def _styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:
     return out
 
 
-def plot_layers(results: Results):
+def plot_layers(results: Results, width: str | float = "column"):
     """Score vs layer, one line per model, each model's universal (best) layer marked with a star; a control
-    (``--control random-init``) as a dashed line in its model's colour."""
+    (``--control random-init``) as a dashed line in its model's colour. (Probes are deterministic: one value per
+    layer, no error bars.)"""
     data = sweeps(results)
     if not data:
         raise UserError("no probe records with layers in the given runs: nothing to plot for --plot layers")
     controls = results.control_rows()
-    fig, axes = plt.subplots(1, len(data), figsize=(4.6 * len(data), 3.4), squeeze=False)
-    for ax, (task, sweep) in zip(axes[0], data.items()):
+    inches = _inches(width)
+    fig, axes = _subplots(len(data), inches, 2.3)
+    for ax, (task, sweep) in zip(axes.flat, data.items()):
         metric = sweep.attrs["metric"]
         styles = _styles(list(sweep.index), controls)
         for model, row in sweep.iterrows():
             row = row.dropna()
             color = styles[model]["color"]
-            ax.plot(row.index, row.values, label=model, **styles[model])
+            ax.plot(row.index, row.values, label=model, markersize=4, linewidth=1.2, **styles[model])
             best = universal_layer(row, metric)
-            ax.plot([best], [row[best]], marker="*", markersize=15, color=color, markeredgecolor="black",
-                    linestyle="none", zorder=5)
-        ax.plot([], [], marker="*", markersize=12, color="white", markeredgecolor="black", linestyle="none",
+            ax.plot([best], [row[best]], marker="*", markersize=10, color=color, markeredgecolor="black",
+                    markeredgewidth=0.5, linestyle="none", zorder=5)
+        ax.plot([], [], marker="*", markersize=8, color="white", markeredgecolor="black", linestyle="none",
                 label="universal layer (best)")
+        panel = inches / axes.shape[1]
         ax.set_title(f"{task_title(task)}: layer sweep")
-        ax.set_xlabel("layer (hidden_states index; 0 = embeddings)")
-        ax.set_ylabel(metric_label(metric, task))
+        ax.set_xlabel(_wrap("layer (hidden_states index; 0 = embeddings)", panel))
+        ax.set_ylabel(_wrap(metric_label(metric, task), 2.0))
         ax.set_xticks(sorted(sweep.columns))
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
-               frameon=False)
-    fig.tight_layout()
+    _legend(fig, handles, labels, inches)
     return fig
 
 
-def plot_languages(results: Results):
-    """Per task: bars per language (one colour per model); dashed lines at each model's English score."""
+def plot_languages(results: Results, width: str | float = "column"):
+    """Per task: bars per language (one colour per model, ± std over seeds where there are two or more);
+    dashed lines at each model's English score. A panel per task, one above the other; where a task's languages do
+    not fit across the panel (7 pt labels), its bars run horizontally, a row per language."""
     tasks = results.tasks()
+    inches = _inches(width)
     n_models = max(1, results.stats["model"].nunique())
-    most_langs = int(results.stats.groupby("task")["lang"].nunique().max())
-    panel_width = max(3.6, 0.22 * most_langs * n_models + 1.2)
-    ncols = 1 if panel_width > 8 else min(3, len(tasks))
-    nrows = -(-len(tasks) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(min(panel_width * ncols, 24), 2.8 * nrows + 0.6),
-                             squeeze=False)
-    for ax in axes.flat[len(tasks):]:
-        ax.set_visible(False)
+    n_langs = {t: results.stats[results.stats["task"] == t]["lang"].nunique() for t in tasks}
+    across = int((inches * 72 - 45) // 9)  # languages that fit across: a 7 pt label turned upright needs ~9 pt
+    heights = [max(1.8, 0.05 * n_langs[t] * max(2, n_models) + 0.7) if n_langs[t] > across else 1.9 for t in tasks]
+    fig, axes = plt.subplots(len(tasks), 1, figsize=(inches, sum(heights) + 0.6), squeeze=False,
+                             layout="constrained", gridspec_kw={"height_ratios": heights})
     handles = {}
     for ax, task in zip(axes.flat, tasks):
         stats = results.stats[results.stats["task"] == task]
@@ -120,6 +166,7 @@ def plot_languages(results: Results):
         rows = list(dict.fromkeys(zip(stats["model"], stats["setting"])))
         width = 0.8 / len(rows)
         x = np.arange(len(langs))
+        horizontal = len(langs) > across
         controls = results.control_rows()  # a control's bars: its model's colour, lighter
         styles = _styles([results.row(m, st) for m, st in rows], controls)
         for i, (model, setting) in enumerate(rows):
@@ -128,52 +175,94 @@ def plot_languages(results: Results):
             errs = group["std"].reindex(langs).fillna(0.0)
             label = results.row(model, setting)
             color = styles[label]["color"]
-            ax.bar(x + (i - (len(rows) - 1) / 2) * width, means, width, yerr=errs if errs.any() else None,
-                   color=color, hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4,
-                   label=label, capsize=2, alpha=0.45 if label in controls else None)
+            seeds = group["n_seeds"].reindex(langs).fillna(0)
+            errors = errs.where(seeds >= 2, 0.0)
+            style = {"color": color, "hatch": HATCHES[i % len(HATCHES)], "edgecolor": "black", "linewidth": 0.3,
+                     "label": label, "capsize": 1.5, "alpha": 0.45 if label in controls else None,
+                     "error_kw": {"elinewidth": 0.6, "capthick": 0.6}}
+            offset = x + (i - (len(rows) - 1) / 2) * width
+            spread = errors if (seeds >= 2).any() else None  # bars wherever there are seeds to spread (even ± 0)
+            if horizontal:
+                ax.barh(offset, means, width, xerr=spread, **style)
+            else:
+                ax.bar(offset, means, width, yerr=spread, **style)
             if "en" in group.index:
-                ax.axhline(group.at["en", "mean"], color=color, linestyle="--", linewidth=1.2,
-                           label=f"{label}: English")
-        ax.set_xticks(x, langs, rotation=90 if len(langs) > 20 else 0)
-        ax.set_xlim(-0.6, len(langs) - 0.4)
+                line = ax.axvline if horizontal else ax.axhline
+                line(group.at["en", "mean"], color=color, linestyle="--", linewidth=0.9, label=f"{label}: English")
         layers = sorted({int(x) for x in stats["layer"] if x >= 0})
         where = f" (layer {', '.join(map(str, layers))})" if layers else ""
         ax.set_title(task_title(task) + where)
-        ax.set_xlabel("language")
-        ax.set_ylabel(metric_label(metric, task))
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.margins(y=0.12)
+        if horizontal:
+            ax.set_yticks(x, langs)
+            ax.set_ylim(len(langs) - 0.4, -0.6)  # English on top
+            ax.set_ylabel("language")
+            ax.set_xlabel(_wrap(metric_label(metric, task), inches))
+            ax.grid(True, axis="x", alpha=0.3)
+            ax.margins(x=0.08)
+        else:
+            ax.set_xticks(x, langs, rotation=90 if len(langs) > 12 else 0)
+            ax.set_xlim(-0.6, len(langs) - 0.4)
+            ax.set_xlabel("language")
+            ax.set_ylabel(_wrap(metric_label(metric, task), 1.6))
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.margins(y=0.12)
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    fig.tight_layout()
-    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
-               ncol=min(len(handles), 4), frameon=False)
+    _legend(fig, list(handles.values()), list(handles), inches)
     return fig
 
 
-def plot_gap(results: Results):
-    """Transfer gap per task, bars per model, values printed on the bars."""
+def gap_std(results: Results) -> dict[tuple[str, str], float]:
+    """{(row label, gap column): std over seeds of the gap computed per seed} where two or more seeds cover English
+    and every other language of the task (the error bars of ``plot_gap``)."""
+    from xeval.report.tables import _gap_column
+
+    out = {}
+    for task in results.tasks():
+        long = results.long[results.long["task"] == task]
+        metric = headline_metric(task, long["metric"])
+        long = long[long["metric"] == metric]
+        for (model, setting), group in long.groupby(["model", "setting"], sort=False):
+            per_seed = group.pivot_table(index="seed", columns="lang", values="value", aggfunc="mean").dropna()
+            if "en" not in per_seed.columns or per_seed.shape[1] < 2 or len(per_seed) < 2:
+                continue
+            gaps = per_seed["en"] - per_seed.drop(columns="en").mean(axis=1)
+            out[(results.row(model, setting), _gap_column(task))] = float(gaps.std(ddof=1))
+    return out
+
+
+def plot_gap(results: Results, width: str | float = "column"):
+    """Transfer gap per task, bars per model (± std over seeds where there are two or more); the values printed
+    on the bars when there are few enough to read."""
     table = gap_table(results).mean
+    errors = gap_std(results)
     tasks = list(table.columns)
-    width = 0.8 / len(table)
+    inches = _inches(width)
+    bar = 0.8 / len(table)
     x = np.arange(len(tasks))
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(tasks) * max(1, len(table) / 2) + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(inches, 2.6), layout="constrained")
+    labelled = table.size <= inches * 3  # about three value labels an inch
     for i, ((model, row), color) in enumerate(zip(table.iterrows(), _colors(len(table)))):
-        bars = ax.bar(x + (i - (len(table) - 1) / 2) * width, row.values, width, color=color,
-                      hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.4, label=model)
-        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
-    ax.set_xticks(x, ["avg" if t == "avg" else t for t in tasks])
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title("Cross-lingual transfer gap (English minus mean of other languages)")
-    ax.set_xlabel("task (headline metric; F1 for QA); avg = mean over tasks, only for models with every task")
+        err = [errors.get((model, t), 0.0) for t in tasks]
+        bars = ax.bar(x + (i - (len(table) - 1) / 2) * bar, row.values, bar, color=color,
+                      yerr=err if any((model, t) in errors for t in tasks) else None, capsize=1.5,
+                      error_kw={"elinewidth": 0.6},
+                      hatch=HATCHES[i % len(HATCHES)], edgecolor="black", linewidth=0.3, label=model)
+        if labelled:
+            ax.bar_label(bars, fmt="%.1f", fontsize=MIN_POINTS, padding=1)
+    ax.set_xticks(x, ["avg" if t == "avg" else t for t in tasks], rotation=45 if len(tasks) > 5 else 0)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_title(_wrap("Cross-lingual transfer gap (English minus mean of other languages)", inches))
+    ax.set_xlabel(_wrap("task (headline metric; F1 for QA); avg = mean over tasks, only for models with every "
+                        "task", inches))
     ax.set_ylabel("gap (points, lower is better)")
     ax.margins(y=0.15)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend(fig, *ax.get_legend_handles_labels(), inches)
     return fig
 
 
-def plot_correlation(results: Results):
+def plot_correlation(results: Results, width: str | float = "column"):
     """Probe score (x) against each task's zero-shot score (y) across languages: a panel per (probe, task), a colour
     per model, each point labelled with its language, Spearman's ρ and n in the panel title."""
     from scipy import stats as sps
@@ -185,11 +274,8 @@ def plot_correlation(results: Results):
     panels = list(dict.fromkeys((probe, task) for _, probe, task, _, _ in found))
     if not panels:
         raise UserError("no probe and fine-tuning task share languages: nothing to plot for --plot correlation")
-    ncols = min(3, len(panels))
-    nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
+    inches = _inches(width)
+    fig, axes = _subplots(len(panels), inches, 2.6)
     rows = list(dict.fromkeys(r for r, *_ in found))
     styles = _styles(rows, results.control_rows())
     for ax, (probe, task) in zip(axes.flat, panels):
@@ -205,19 +291,17 @@ def plot_correlation(results: Results):
                 ax.annotate(lang, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
             if len(x) >= MIN_LANGUAGES and np.ptp(x) > 0 and np.ptp(y) > 0:
                 parts.append(f"ρ={sps.spearmanr(x, y).statistic:.2f}, n={len(x)}")
-        ax.set_title(f"{task_title(task)} vs {probe}\n" + "; ".join(parts), fontsize=9)
+        ax.set_title(f"{task_title(task)} vs {probe}\n" + "; ".join(parts))
         ax.set_xlabel(f"{probe} (points)")
-        ax.set_ylabel(f"{task_title(task)} zero-shot score (points)")
+        ax.set_ylabel(_wrap(f"{task_title(task)} zero-shot score (points)", 2.0))
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if len(rows) > 1:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
-                   frameon=False)
-    fig.tight_layout()
+        _legend(fig, handles, labels, inches)
     return fig
 
 
-def plot_tokenizer(results: Results):
+def plot_tokenizer(results: Results, width: str | float = "column"):
     """Per task: each language's transfer gap (English minus the language) against its tokenizer fertility
     (subwords per word on FLORES-200 devtest), a colour per model, points labelled by language."""
     from xeval.report.tokenization import fertility_points
@@ -226,9 +310,10 @@ def plot_tokenizer(results: Results):
     if points.empty:
         raise UserError("no language has both tokenizer diagnostics and a transfer gap: nothing to plot")
     tasks = list(dict.fromkeys(points["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.4 * len(tasks), 3.6), squeeze=False)
+    inches = _inches(width)
+    fig, axes = _subplots(len(tasks), inches, 2.6)
     styles = _styles(list(dict.fromkeys(points["row"])), {})
-    for ax, task in zip(axes[0], tasks):
+    for ax, task in zip(axes.flat, tasks):
         for row, group in points[points["task"] == task].groupby("row", sort=False):
             ax.scatter(group["fertility"], group["gap"], label=row, s=22, color=styles[row]["color"],
                        marker=styles[row]["marker"])
@@ -236,24 +321,26 @@ def plot_tokenizer(results: Results):
                 ax.annotate(lang, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points")
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_title(f"{task_title(task)}: transfer gap vs fertility")
-        ax.set_xlabel("subwords per word (FLORES-200 devtest)")
-        ax.set_ylabel("gap: English minus language (points)")
+        ax.set_xlabel(_wrap("subwords per word (FLORES-200 devtest)", 2.0))
+        ax.set_ylabel(_wrap("gap: English minus language (points)", 2.0))
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if len(labels) > 1:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4),
-                   frameon=False)
-    fig.tight_layout()
+        _legend(fig, handles, labels, inches)
     return fig
 
 
-def plot(results: Results, kind: str, out: str | Path) -> list[Path]:
-    """Draw ``kind`` and write ``<out>.png`` and ``<out>.pdf`` (a suffix on ``out`` is dropped)."""
+def plot(results: Results, kind: str, out: str | Path, width: str | float = "column") -> list[Path]:
+    """Draw ``kind`` at ``width`` (column | page | inches) and write ``<out>.png`` and ``<out>.pdf`` (a suffix on
+    ``out`` is dropped), both exactly that wide."""
     makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation,
               "tokenizer": plot_tokenizer}
     if kind not in makers:
         raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
-    fig = makers[kind](results)
+    fig = makers[kind](results, width)
+    for text in fig.findobj(plt.Text):  # nothing below the floor, whatever a maker set
+        if text.get_text() and text.get_fontsize() < MIN_POINTS:
+            text.set_fontsize(MIN_POINTS)
     out = Path(out)
     stem = out.with_suffix("") if out.suffix.lower() in (".png", ".pdf") else out
     written = []
@@ -263,7 +350,7 @@ def plot(results: Results, kind: str, out: str | Path) -> list[Path]:
             with atomic_path(path) as tmp:
                 # PDF metadata without a date, so a rerun writes the same file
                 meta = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
-                fig.savefig(tmp, format=fmt, dpi=200, bbox_inches="tight", metadata=meta)
+                fig.savefig(tmp, format=fmt, dpi=300, metadata=meta)  # no bbox "tight": the size asked for
             written.append(path)
     finally:
         plt.close(fig)
