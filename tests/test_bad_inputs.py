@@ -578,3 +578,14 @@ def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
 def test_bad_quickstart_arguments_fail_before_writing(tmp_path, capfd, flags, expected):
     error = one_error(capfd, ["quickstart", "--out", str(tmp_path / "qs"), *flags])
     assert expected in error and not (tmp_path / "qs").exists()
+
+
+def test_resume_of_a_state_saved_before_a_new_config_key_is_not_a_change(interrupted, capfd):
+    config, out = interrupted
+    state = out / "state" / "step-0000001" / "state.json"
+    doc = json.loads(state.read_text())
+    del doc["config"]["train"]["compile"]  # as a run started by an xeval without that key saved it
+    state.write_text(json.dumps(doc))
+    assert cli.main(["pretrain", "--config", str(config), "--out", str(out), "--resume",
+                     "--set", "train.stop_after=null"]) == 0, capfd.readouterr().err
+    capfd.readouterr()

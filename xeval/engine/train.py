@@ -310,8 +310,10 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
             raise UserError(f"{state_path / 'state.json'}: expected the run's 'config' object, found none")
         changes = {k: getattr(tc, k) for k in RESUME_MAY_CHANGE}
-        diff = config_diff(saved, {**cfg.to_dict(), "train": {**cfg.to_dict()["train"],
-                                                              **{k: saved["train"].get(k) for k in changes}}})
+        # through from_dict: a key this xeval added since the run started compares as its default, not as a change
+        saved = json.loads(json.dumps(PretrainConfig.from_dict(saved, str(state_path / "state.json")).to_dict()))
+        now = json.loads(json.dumps(cfg.to_dict()))
+        diff = config_diff(saved, {**now, "train": {**now["train"], **{k: saved["train"].get(k) for k in changes}}})
         if diff:
             raise UserError(f"{out}: --resume with a config that differs from the saved run's ({diff}); only "
                             f"train.{', train.'.join(RESUME_MAY_CHANGE)} may change; resume with the saved config "
