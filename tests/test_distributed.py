@@ -107,6 +107,32 @@ def test_ddp_finetune_plan_trains_every_fine_tune_on_every_rank():
     assert sorted(probes) == sorted(id(i) for i in items if not i.fine_tuning)
 
 
+def test_each_rank_gets_its_own_device(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert distributed.worker_device("auto", distributed.Worker(local_rank=1, local_world=2)) == "cuda:1"
+    assert distributed.worker_device("cuda", distributed.Worker(local_rank=3, local_world=4)) == "cuda:1"
+    assert distributed.worker_device("cuda:0", distributed.Worker(local_rank=1, local_world=2)) == "cuda:0"  # as given
+    assert distributed.worker_device("cpu", distributed.Worker(local_rank=1, local_world=2)) == "cpu"
+
+
+def test_cpu_ranks_of_a_node_divide_its_threads(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(distributed, "_cpus", lambda: 16)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # 4 ranks on this node (WORLD_SIZE unset: no group to join)
+    try:
+        with distributed.session(None, device="cpu") as (worker, device):
+            assert (worker.local_world, device, torch.get_num_threads()) == (4, "cpu", 4)
+        with distributed.session(None, device="cpu", threads=3):
+            assert torch.get_num_threads() == 3  # --threads wins
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_ddp_finetune_needs_several_processes(tmp_path, data_root, capsys):
     model = helpers_transfer.tiny_model(data_root)
     assert main(["run", "--model", str(model), "--data", str(data_root), "--out", str(tmp_path), *COMMAND,
