@@ -33,16 +33,23 @@ def transfer_records(model=A, offset=0.0, skip=(), seeds=(1,)):
     return out
 
 
-def probe_records(model=A, best_layer=2, layers=(0, 1, 2, 3)):
-    """Tatoeba (both directions) for de/zh and alignment AER for de-en, peaking at ``best_layer``."""
+def probe_records(model=A, best_layer=2, layers=(0, 1, 2, 3), dev_best=None):
+    """Tatoeba (both directions) for de/zh and alignment AER for de-en, peaking at ``best_layer`` on test, plus the
+    selection split (dev) that chooses the reported layer, peaking at ``dev_best`` (no dev records when None: the
+    reported layer is then the last one)."""
     out = []
-    for layer in layers:
-        bump = 10.0 if layer == best_layer else 0.0
-        for lang, base in (("de", 50.0), ("zh", 30.0)):
-            out.append(rec(model, "tatoeba", lang, {"accuracy": base + bump + 2, "accuracy_xx_en": base + bump,
-                                                            "accuracy_en_xx": base + bump + 2},
-                           layer=layer))
-        out.append(rec(model, "alignment", "de-en", {"aer": 40.0 - bump, "precision": 60.0 + bump}, layer=layer))
+    for split, peak in (("test", best_layer), ("dev", dev_best)):
+        if peak is None:
+            continue
+        for layer in layers:
+            bump = 10.0 if layer == peak else 0.0
+            shift = 0.0 if split == "test" else -5.0
+            for lang, base in (("de", 50.0 + shift), ("zh", 30.0 + shift)):
+                out.append(rec(model, "tatoeba", lang, {"accuracy": base + bump + 2, "accuracy_xx_en": base + bump,
+                                                        "accuracy_en_xx": base + bump + 2},
+                               layer=layer, split=split))
+            out.append(rec(model, "alignment", "de-en", {"aer": 40.0 - bump - shift, "precision": 60.0 + bump},
+                           layer=layer, split=split))
     return out
 
 

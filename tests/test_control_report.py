@@ -29,7 +29,8 @@ def control_of(records, key=CA, parent=A):
 @pytest.fixture
 def records():
     # the control first, so the report has to put it after its model
-    return control_of(probe_records(A, best_layer=2)) + probe_records(A, best_layer=2) + probe_records(B, 1)
+    return (control_of(probe_records(A, best_layer=2, dev_best=2)) + probe_records(A, best_layer=2, dev_best=2)
+            + probe_records(B, 1, dev_best=1))
 
 
 def test_control_rows_follow_their_model_and_are_labelled(records):
@@ -60,7 +61,7 @@ def test_control_never_bold(records):
     assert "| alpha (random init) |" in text and "(random init) = the same architecture" in text
 
 
-def test_language_tables_show_the_control_at_its_best_layer(records):
+def test_language_tables_show_the_control_at_its_chosen_layer(records):
     [tatoeba] = [t for t in language_tables(Results(records)) if t.key == "languages:tatoeba"]
     models = list(dict.fromkeys(tatoeba.mean.index.get_level_values("model")))
     assert models == ["alpha · L2", "alpha (random init) · L2", "beta · L1"]

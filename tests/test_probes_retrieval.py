@@ -107,8 +107,12 @@ def test_tatoeba_sweep_resume_and_predictions(tiny_ctx, monkeypatch):
     from xeval.tasks import load_card
 
     card = copy.deepcopy(load_card("tatoeba"))
-    card.subsample = {"test": 50}
+    card.subsample = {"test": 50, "dev": 40}
     recs = retrieval.run(card, ["de", "af"], tiny_ctx)
+    # a sweep also runs the selection split where it exists (FLORES-200 dev: de, not af) to choose the layer
+    dev = sorted((r.unit.lang, r.unit.layer) for r in recs if r.unit.split == "dev")
+    assert dev == [("de", k) for k in range(3)] and all(r.n_examples == 40 for r in recs if r.unit.split == "dev")
+    recs = [r for r in recs if r.unit.split == "test"]
     assert sorted((r.unit.lang, r.unit.layer) for r in recs) == [(lang, k) for lang in ("af", "de") for k in range(3)]
     for r in recs:
         assert r.n_examples == 50 and set(r.metrics) >= {"accuracy", "accuracy_en_xx", "accuracy_xx_en"}
@@ -120,9 +124,18 @@ def test_tatoeba_sweep_resume_and_predictions(tiny_ctx, monkeypatch):
     de2 = next(r for r in recs if r.unit.lang == "de" and r.unit.layer == 2)
     assert 100 * np.mean([int(x) == i for i, x in enumerate(lines)]) == pytest.approx(de2.metrics["accuracy"])
 
+    # the chosen layer's file (dev's best, never test's) is also the submission's <export>/tatoeba/ file
+    from xeval.adapters.sweep import choose_layers
+
+    chosen = choose_layers(recs + [r for r in retrieval.run(card, ["de"], tiny_ctx) if r.unit.split == "dev"])
+    layer = chosen[(tiny_ctx.encoder.key, "tatoeba")][0]
+    assert layer.rule == "dev"
+    assert (tiny_ctx.export_dir / "tatoeba" / "test-de.tsv").read_text() == \
+        (tiny_ctx.export_dir / f"layer-{layer.layer}" / "tatoeba" / "test-de.tsv").read_text()
+
     # resume: nothing is encoded again
     monkeypatch.setattr(retrieval, "tatoeba_layers", lambda *a, **k: pytest.fail("re-encoded a stored unit"))
-    again = retrieval.run(card, ["de", "af"], tiny_ctx)
+    again = [r for r in retrieval.run(card, ["de", "af"], tiny_ctx) if r.unit.split == "test"]
     assert sorted((r.unit.lang, r.unit.layer, r.metrics["accuracy"]) for r in again) == \
         sorted((r.unit.lang, r.unit.layer, r.metrics["accuracy"]) for r in recs)
 

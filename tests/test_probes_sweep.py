@@ -81,3 +81,51 @@ def test_bucc_probe_on_a_small_corpus(tiny_encoder, tmp_path):
     for layer, metrics, predicted, _threshold in mine_layers(tiny_encoder, corpus, [0, 2], options, k=2):
         assert metrics["recall"] == 100.0, (layer, predicted)
         assert {("xx-0", "en-0"), ("xx-1", "en-1"), ("xx-2", "en-2")} <= set(predicted)
+
+
+def _bucc_corpus(folder, split, en, xx, gold=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"zh-en.{split}.en").write_text("".join(f"en-{split}-{i}\t{t}\n" for i, t in enumerate(en)), "utf-8")
+    (folder / f"zh-en.{split}.zh").write_text("".join(f"zh-{split}-{i}\t{t}\n" for i, t in enumerate(xx)), "utf-8")
+    if gold is not None:
+        (folder / f"zh-en.{split}.gold").write_text(
+            "".join(f"zh-{split}-{i}\ten-{split}-{j}\n" for i, j in gold), "utf-8")
+
+
+def test_bucc_test_is_mined_with_the_dev_threshold(tiny_encoder, tmp_path):
+    """XTREME's protocol: the margin threshold is tuned on the dev gold and applied to test (same layer); without
+    test gold the mined pairs are exported and the record carries no number."""
+    from dataclasses import replace
+
+    from xeval.adapters import RunContext, mining
+    from xeval.data.sources import DataRoot
+    from xeval.results import Store
+    from xeval.tasks import load_card
+
+    en = ["the cat sat on the mat", "a quick brown fox jumps", "der Hund schläft im Haus", "we eat bread",
+          "le chat dort sur le tapis", "el perro come en la casa", "rain falls in spring", "birds sing at dawn"]
+    xx = en[:3] + ["mat mat mat", "el perro come en la casa"]
+    root = tmp_path / "download"
+    _bucc_corpus(root / "bucc2018", "dev", en, xx, gold=[(0, 0), (1, 1), (2, 2)])
+    _bucc_corpus(root / "bucc2018", "test", en[2:], xx[1:], gold=None)  # XTREME's download: no test gold
+    card = replace(load_card("bucc"), languages=["zh"])
+    ctx = RunContext(encoder=tiny_encoder, data=DataRoot.resolve(str(root)), store=Store(tmp_path / "runs"),
+                     layers=[0, 2], export_dir=tmp_path / "submission")
+    records = mining.run(card, ["zh"], ctx)
+    dev = {r.unit.layer: r for r in records if r.unit.split == "dev"}
+    test = {r.unit.layer: r for r in records if r.unit.split == "test"}
+    assert sorted(dev) == sorted(test) == [0, 2]
+    for layer in (0, 2):
+        assert dev[layer].metrics and dev[layer].extra["threshold_from"] == "dev gold (this corpus)"
+        assert test[layer].extra["threshold"] == dev[layer].extra["threshold"]  # the dev threshold, not re-tuned
+        assert test[layer].extra["threshold_from"] == "dev (same language and layer)"
+        assert test[layer].metrics == {} and "unscored" in test[layer].extra
+    mined = (tmp_path / "submission" / "layer-2" / "bucc2018" / "test-zh.tsv").read_text(encoding="utf-8")
+    assert mined.splitlines() and all(line.startswith("zh-test-") for line in mined.splitlines())
+    assert not (tmp_path / "submission" / "layer-2" / "bucc2018" / "dev-zh.tsv").exists()
+    # with test gold the same dev threshold is applied and the test is scored
+    _bucc_corpus(root / "bucc2018", "test", en[2:], xx[1:], gold=[(0, 0), (3, 3)])
+    again = mining.run(card, ["zh"], replace(ctx, store=Store(tmp_path / "runs2"), layers=[2]))
+    scored = next(r for r in again if r.unit.split == "test")
+    assert scored.extra["threshold"] == dev[2].extra["threshold"] and set(scored.metrics) == {"f1", "precision",
+                                                                                                "recall"}

@@ -127,7 +127,7 @@ def test_cli_report_tables_plots_and_errors(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(run_a)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("# xeval report") and "## XTREME summary" in text and "## Best layer per probe" in text
+    assert text.startswith("# xeval report") and "## XTREME summary" in text and "## Chosen layer per probe" in text
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "expected a run folder" in capsys.readouterr().err
     assert main(["report", str(run_b), "--table", "layers"]) == 2

@@ -24,7 +24,7 @@ from xeval.report.tables import (
 @pytest.fixture(scope="module")
 def results():
     records = (transfer_records(A, seeds=(1, 2, 3)) + transfer_records(B, offset=1.0, skip=("tydiqa",))
-               + probe_records(A, best_layer=2) + probe_records(B, best_layer=1))
+               + probe_records(A, best_layer=2, dev_best=2) + probe_records(B, best_layer=1, dev_best=1))
     return Results(records)
 
 
@@ -94,12 +94,12 @@ def test_gap_uses_non_english_mean_and_lower_is_better():
 def test_probes_best_layer_tatoeba_mean_and_aer(results):
     tables = layer_tables(results)
     best = _table(tables, "layers:best").mean
-    # Tatoeba's headline is XTREME's official en->xx accuracy
-    assert best.loc[("alpha", "tatoeba", "accuracy"), "best layer"] == 2
-    assert best.loc[("alpha", "tatoeba", "accuracy"), "score at best"] == pytest.approx(52.0)
-    assert best.loc[("beta", "tatoeba", "accuracy"), "best layer"] == 1
-    assert best.loc[("alpha", "alignment", "aer"), "best layer"] == 2  # lowest AER wins
-    assert best.loc[("alpha", "alignment", "aer"), "score at best"] == pytest.approx(30.0)
+    # Tatoeba's headline is XTREME's official en->xx accuracy; the layer is chosen on dev (peaking where test does)
+    assert best.loc[("alpha", "tatoeba", "accuracy"), "chosen layer"] == 2
+    assert best.loc[("alpha", "tatoeba", "accuracy"), "score at chosen"] == pytest.approx(52.0)
+    assert best.loc[("beta", "tatoeba", "accuracy"), "chosen layer"] == 1
+    assert best.loc[("alpha", "alignment", "aer"), "chosen layer"] == 2  # lowest dev AER wins
+    assert best.loc[("alpha", "alignment", "aer"), "score at chosen"] == pytest.approx(30.0)
     tatoeba = _table(language_tables(results), "languages:tatoeba").mean
     # both directions and their mean (derived when the record has only the two directions), at the best layer
     assert tatoeba.loc[("alpha · L2", "accuracy_xx_en"), "de"] == pytest.approx(60.0)
@@ -196,3 +196,32 @@ def test_summary_marks_a_three_language_run(results):
     assert not table.marked.loc["beta", "Avg"]  # no Avg shown, nothing to mark
     assert math.isnan(table.mean.loc["beta", "Avg"]) and not table.marked.loc["beta", "TyDiQA F1"]
     assert "POS 3 of 33" in table.notes[2] and "TyDiQA 1 of 9 (+2 not in XTREME)" in table.notes[2]  # no de/zh
+
+
+def test_tables_use_the_layer_chosen_on_the_selection_split_not_the_test_best():
+    """Test peaks at layer 2, dev (the selection split) at layer 1: every table reports layer 1 and says so."""
+    results = Results(probe_records(A, best_layer=2, dev_best=1))
+    assert results.chosen_layers[(A, "tatoeba", "zero-shot")] == 1
+    best = _table(layer_tables(results), "layers:best")
+    assert best.mean.loc[("alpha", "tatoeba", "accuracy"), "chosen layer"] == 1
+    assert best.mean.loc[("alpha", "tatoeba", "accuracy"), "score at chosen"] == pytest.approx(42.0)  # test at L1
+    assert any("chosen on dev" in note for note in best.notes)
+    tatoeba = _table(language_tables(results), "languages:tatoeba")
+    assert {ix[0] for ix in tatoeba.mean.index} == {"alpha · L1"}
+    assert any("layer: chosen on dev (mean over 2 languages)" in note for note in tatoeba.notes)
+    assert set(results.long["split"]) == {"test"}  # dev chose the layer; it is not reported
+
+
+def test_without_a_selection_split_the_layer_is_the_cards_or_the_last_never_the_test_best():
+    test_only = probe_records(A, best_layer=1)
+    results = Results(test_only)
+    assert results.chosen_layers[(A, "tatoeba", "zero-shot")] == 3  # the last layer, although test peaks at 1
+    assert "the last layer" in results.layer_note("tatoeba")
+    for r in test_only:
+        r.config = {"default_layer": 2}
+    results = Results(test_only)
+    assert results.chosen_layers[(A, "tatoeba", "zero-shot")] == 2
+    assert "fixed layer" in results.layer_note("tatoeba")
+    # a dev-only probe (BUCC in the shared data) reports dev: dev cannot choose its own layer
+    dev_only = [r for r in probe_records(A, best_layer=1, dev_best=1) if r.unit.split == "dev"]
+    assert Results(dev_only).chosen_layers[(A, "tatoeba", "zero-shot")] == 3

@@ -21,6 +21,7 @@ from pathlib import Path
 from xeval.controls import check_control, control_parents
 from xeval.errors import ConfigError, UserError
 from xeval.options import check_langs, check_overrides, did_you_mean
+from xeval.unscored import LABEL as UNSCORED
 
 
 @dataclass
@@ -144,8 +145,54 @@ class RunSummary:
                 f"in {self.seconds:.0f} s")
 
 
-def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = None, encoder=None) -> list:
+def check_files(chosen, data, setting: str = "zero-shot") -> tuple[list, list[str], list[str]]:
+    """What a file layout can run: (card, languages) pairs whose files are there, notes on languages skipped because
+    their evaluation file is not in the folder (a partial XTREME download), and one error per missing training file
+    (naming it and the tasks it stops). The hub (and anything but a missing file) is left to the adapters."""
+    from xeval.data.sources import resolve
+    from xeval.errors import DataError
+
+    if data.layout == "hub":
+        return chosen, [], []
+
+    def missing(card, lang, split):
+        try:
+            resolve(card, lang, split, data)
+        except DataError as err:
+            if err.message.startswith("missing file"):
+                return err
+            raise
+        except ConfigError:
+            return None  # the card names no such split here: the adapter says so (or does without, e.g. dev)
+        return None
+
+    runnable, notes, lost_train = [], [], {}
+    for card, langs in chosen:
+        if card.train and setting == "zero-shot":
+            err = missing(card, card.train["lang"], card.train["split"])
+            if err is not None:
+                lost_train.setdefault(err.path, []).append(card.name)
+                continue
+        skipped = [lang for lang in langs if missing(card, lang, card.split_for(lang)) is not None]
+        kept = [lang for lang in langs if lang not in skipped]
+        if skipped:
+            notes.append(f"{card.name}: {len(skipped)} of {len(langs)} languages have no evaluation file in "
+                         f"{data.path}, not run: {', '.join(skipped)}")
+        if kept:
+            runnable.append((card, kept))
+    errors = [f"{path}: missing file: the training set of {', '.join(tasks)}; "
+              f"{'that task was' if len(tasks) == 1 else 'those tasks were'} not run"
+              for path, tasks in lost_train.items()]
+    return runnable, notes, errors
+
+
+def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = None, encoder=None,
+        problems: list[str] | None = None) -> list:
     """Run every selected unit (or find it stored); return all records of the run.
+
+    In a file layout, languages without an evaluation file are skipped with a note and a task without its training
+    file is not run: each missing training file is one error, appended to ``problems`` when given (the command
+    prints them after the tables and exits 2), else raised as a UserError once everything else has run.
 
     ``echo(text)``: progress lines (default: xeval's log, stderr). ``on_task(records)``: called with a task's records
     (the model's and its control's) as soon as the task ends, so a long suite shows each table when it is ready.
@@ -169,12 +216,16 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
     check_device(opts.device)  # before anything loads: no CUDA, a typo -> one line
     check_dtype(opts.dtype)
     with distributed.session(opts.shard, opts.device, opts.threads, opts.ddp_finetune) as (worker, device):
-        records = _run(opts, worker, device, echo, on_task, summary, encoder)
+        records, errors = _run(opts, worker, device, echo, on_task, summary, encoder)
     summary.seconds = time.perf_counter() - started
+    if errors:
+        if problems is None:
+            raise UserError("; ".join(errors))
+        problems.extend(errors)
     return records
 
 
-def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> list:
+def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> tuple[list, list]:
     from xeval import distributed
     from xeval.adapters import FINE_TUNING, RunContext, get_adapter
     from xeval.atomic import check_output
@@ -195,6 +246,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     # an unknown --set key, a bad value (--batch-size 0, --learning-rate nan, pooling=max) fails before any loading
     check_overrides(chosen, opts.recipe)
     data = DataRoot.resolve(opts.data)
+    chosen, notes, errors = check_files(chosen, data, opts.setting)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
     if opts.ddp_finetune and worker.world == 1:
         raise UserError("--ddp-finetune: needs several processes (torchrun --nproc_per_node N -m xeval run ...)")
@@ -221,6 +273,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if worker.leader:  # one header per command; each rank names its own items below
         echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
              f"data {data.describe()}, results in {opts.out if opts.out is not None else 'memory (nothing written)'}")
+        for note in notes:
+            echo(f"  note: {note}")
     contexts = {encoder.key: ctx}
     if control is not None:
         twin = Encoder.random_init(encoder, seed=opts.control_seed)
@@ -243,17 +297,33 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if worker.world == 1:
         summary.computed += store.written - written
         summary.reused += len(records) - (store.written - written)
-        return records
+        _export_chosen_layers(records, ctx)
+        return records, errors
     computed = distributed.total(store.written - written)  # over the ranks (of this shard)
     distributed.barrier()  # every rank's part is stored
     if not worker.leader:
-        return records
+        return records, errors
     # the whole run (a shard's part of it), read back in run order from the store
     records = _run_items(distributed.shard_plan(items, worker, opts.ddp_finetune), adapters, contexts, opts,
                          lambda *_: None, on_task)
     summary.computed += computed
     summary.reused += len(records) - computed
-    return records
+    _export_chosen_layers(records, ctx)
+    return records, errors
+
+
+def _export_chosen_layers(records: list, ctx) -> None:
+    """A probe swept over several layers: its chosen layer (on the selection split, over all its languages) is the
+    submission's ``<export>/<task>/`` (a work item of one language chose on that language alone)."""
+    if ctx.export_dir is None:
+        return
+    from xeval.adapters.probes import SUBMISSION_FOLDER, export_chosen_layer
+
+    model = ctx.encoder.key
+    for task in dict.fromkeys(r.unit.task for r in records if r.unit.layer is not None and r.unit.model == model):
+        mine = [r for r in records if r.unit.task == task and r.unit.model == model]
+        if len({r.unit.layer for r in mine}) > 1:
+            export_chosen_layer(mine, Path(ctx.export_dir), SUBMISSION_FOLDER.get(task, task))
 
 
 def _item_label(item) -> str:
@@ -362,42 +432,51 @@ def _grid(title: str, header: list[str], body: list[list[str]]) -> str:
 
 
 def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | None = None,
-                       control_label: str = "") -> str:
+                       control_label: str = "", choice=None) -> str:
     """A probe run over several layers as ONE compact table: a row per language (pair), a column per layer, the
-    headline metric in each cell (AER for word alignment, en→xx accuracy for Tatoeba, ...), an ``avg`` row and the
-    best layer of that average (the "universal layer"; lowest on ties). ``control`` ({layer: rows} of a
-    ``--control``) adds its ``avg`` row."""
-    from xeval.report.frame import headline_metric, lower_is_better
+    headline metric in each cell (AER for word alignment, en→xx accuracy for Tatoeba, ...), an ``avg`` row over the
+    reported split and, when the selection split ran, an ``avg (dev)`` row over it. ``choice`` (a
+    ``xeval.adapters.sweep.LayerChoice``) is the layer the probe is reported at: chosen on the selection split,
+    never on the reported one, and the title says how. ``control`` ({layer: rows} of a ``--control``) adds its
+    ``avg`` row. Label-free rows (XTREME's download) read "unscored"."""
+    from xeval.adapters.sweep import SELECTION_SPLIT, reported_split
+    from xeval.report.frame import headline_metric
 
     layers = sorted(by_layer)
-    names = [m for rows in by_layer.values() for m in next(iter(rows.values())) if m != "n"]
-    head = headline_metric(task, names)
+    names = [m for rows in by_layer.values() for metrics in rows.values() for m in metrics if m != "n"]
+    head = headline_metric(task, names) if names else None
     keys = sorted({key for rows in by_layer.values() for key in rows})
-    body, avgs = [], {}
-    for lang, split in keys:
+    reported = reported_split({split for _, split in keys})
+    selection = [k for k in keys if k[1] == SELECTION_SPLIT and reported != SELECTION_SPLIT]
+    shown = [k for k in keys if k not in selection]
+    body = []
+    for lang, split in shown + selection:
         cells = [lang, split]
         for layer in layers:
-            value = by_layer[layer].get((lang, split), {}).get(head)
-            cells.append(_cell(value) if value else "")
+            metrics = by_layer[layer].get((lang, split), {})
+            value = metrics.get(head) if head else None
+            cells.append(_cell(value) if value else ("unscored" if len(metrics) == 1 else ""))
         body.append(cells)
-    for layer in layers:
-        values = [by_layer[layer][key][head][0] for key in keys if head in by_layer[layer].get(key, {})]
-        if len(values) == len(keys):  # an average over every language, or none
-            avgs[layer] = statistics.fmean(values)
-    if len(keys) > 1:
-        body.append(["avg", ""] + [f"{avgs[k]:.1f}" if k in avgs else "" for k in layers])
-    if control:
+
+    def averages(group: list) -> list[str]:
+        out = []
+        for layer in layers:
+            values = [by_layer[layer][key][head][0] for key in group if head in by_layer[layer].get(key, {})]
+            out.append(f"{statistics.fmean(values):.1f}" if values and len(values) == len(group) else "")
+        return out
+
+    if head and len(shown) > 1:
+        body.append(["avg", ""] + averages(shown))
+    if head and selection:
+        body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
+    if control and head:
         cells = []
         for layer in layers:
-            values = [control[layer][key][head][0] for key in keys if head in control.get(layer, {}).get(key, {})]
-            cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(keys) else "")
+            values = [control[layer][key][head][0] for key in shown if head in control.get(layer, {}).get(key, {})]
+            cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(shown) else "")
         body.append([f"avg ({control_label})", ""] + cells)
-    best = ""
-    if avgs:
-        pick = min if lower_is_better(head) else max
-        layer = pick(sorted(avgs), key=lambda k: avgs[k])
-        best = f"; best layer by avg: {layer}"
-    title = f"{task} ({setting}; {head} by layer, hidden_states index{best})"
+    chosen = f"; reported at layer {choice.layer}: {choice.describe()}" if choice is not None else ""
+    title = f"{task} ({setting}; {head or UNSCORED} by layer, hidden_states index{chosen})"
     return _grid(title, ["lang", "split", *map(str, layers)], body)
 
 
@@ -412,6 +491,9 @@ def format_tables(records) -> str:
     kinds = sorted({kind for _, kind in parents.values()})
     blocks = []
     summary = summarise(main)
+    from xeval.adapters.sweep import choose_layers
+
+    choices = {task: choice for (model, task), (choice, _) in choose_layers(main).items()}
     layered: dict = defaultdict(dict)  # (task, setting) -> {layer: rows} for probes run over several layers
     for (task, setting, layer), rows in summary.items():
         if layer is not None:
@@ -426,10 +508,13 @@ def format_tables(records) -> str:
 
                 twin = {k[2]: v for k, v in controls.items() if k[:2] == (task, setting) and k[2] is not None}
                 blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
-                                                 ", ".join(LABELS[k] for k in kinds)))
+                                                 ", ".join(LABELS[k] for k in kinds), choices.get(task)))
             continue
         # every language's metrics: a label-free language (no metrics) listed first must not hide the others'
         names = list(dict.fromkeys(m for v in rows.values() for m in v if m != "n"))
+        unscored_rows = {key for key, metrics in rows.items() if len(metrics) == 1}  # only "n": label-free
+        if not names:
+            names = ["score"]
         seeds = max(v["n"][2] for v in rows.values())
         title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
         header = ["lang", "split", "n"] + names
@@ -443,12 +528,15 @@ def format_tables(records) -> str:
         body = []
         for (lang, split), metrics in sorted(rows.items()):
             cells = [lang, split, str(metrics["n"][0])]
+            if (lang, split) in unscored_rows and names == ["score"]:  # every row label-free: say it in the cell
+                body.append(cells + [UNSCORED] + [""] * (len(header) - len(cells) - 1))
+                continue
             for name in names:
                 cells.append(_cell(metrics.get(name, (float("nan"), 0.0, 0))))
             if control:
                 cells.append(_cell(control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))))
             body.append(cells)
-        if len(rows) > 1:
+        if len(rows) > 1 and not unscored_rows:  # an average over some languages only would mislead
             avg = ["avg", "", ""]
             for name in names:
                 values = [m[name][0] for m in rows.values() if name in m]
@@ -457,5 +545,6 @@ def format_tables(records) -> str:
                 values = [control.get(key, {}).get(head, (float("nan"),))[0] for key in rows]
                 avg.append(f"{statistics.fmean(values):.1f}")
             body.append(avg)
-        blocks.append(_grid(title, header, body))
+        note = f"\n- = {UNSCORED}: XTREME's test files carry no gold; predictions are exported, never scored"
+        blocks.append(_grid(title, header, body) + (note if unscored_rows and names != ["score"] else ""))
     return "\n\n".join(blocks)

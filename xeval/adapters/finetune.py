@@ -21,7 +21,7 @@ from pathlib import Path
 
 from torch import nn
 
-from xeval import distributed
+from xeval import distributed, unscored
 from xeval.adapters.training import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
 from xeval.atomic import write_text
 from xeval.errors import ConfigError
@@ -255,8 +255,7 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
         },
         provenance=stamp(time.perf_counter() - start),
         extra={"training": report.to_json(),
-               **({} if labelled else {"unscored": "the evaluation data has no gold labels: score the exported "
-                                                   "predictions (xeval score / XTREME's evaluate.py)"})},
+               **({} if labelled else unscored.extra("the evaluation data has no gold labels"))},
     )
     ctx.store.put(record, family.outcomes(predictions, examples, unit.lang) if labelled else None)
     return record

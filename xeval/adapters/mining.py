@@ -12,8 +12,11 @@ next candidate), pairs scoring at least the threshold are predicted, and F1 coun
 pairs in the gold. Like XTREME, identical sentences are encoded and mined once, and a sentence that occurs under
 several ids maps to none (its pairs are dropped): ``text_load_unify`` + ``read_sent2id``.
 
-Only the dev gold is public: the threshold is chosen on the same gold the F1 is computed on, as XTREME does on
-dev (on test it reuses the dev threshold). Recorded as ``extra.threshold`` / ``config.threshold_from``.
+The threshold follows XTREME's protocol (``scripts/run_bucc2018.sh``): it is tuned on the **dev** gold (the F1 of a
+dev record is therefore the tuned, optimistic one, as XTREME prints it) and the test corpus of the same language is
+mined with that dev threshold, at the same layer. A test record stores the threshold it used and where it came from
+(``extra.threshold`` / ``extra.threshold_from``); it is scored when the test gold is there, else (the official test
+gold is not public) it is label-free: the mined pairs are exported as ``bucc2018/test-<lang>.tsv``, never scored.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from collections import Counter
 
 import numpy as np
 
+from xeval import unscored
 from xeval.adapters import probes
 from xeval.adapters.retrieval import l2_normalize, search
+from xeval.errors import ConfigError
 
 K = 4
 
@@ -89,8 +94,10 @@ def unify(sentences: dict[str, str]) -> tuple[list[str], list[str | None]]:
     return texts, ids
 
 
-def mine_layers(encoder, corpus, layers: list[int], options: dict, k: int = K):
-    """Yield (layer, metrics, predicted id pairs, threshold) per layer, from one encoding of both sides."""
+def mine_layers(encoder, corpus, layers: list[int], options: dict, k: int = K, thresholds: dict | None = None):
+    """Yield (layer, metrics, predicted id pairs, threshold) per layer, from one encoding of both sides. The
+    threshold is tuned on the corpus gold unless ``thresholds`` gives it per layer (test: the dev threshold); metrics
+    are empty when the corpus has no gold."""
     src_texts, src_ids = unify(corpus.src)
     tgt_texts, tgt_ids = unify(corpus.tgt)
     gold = {(s, t) for s, t in corpus.gold}
@@ -100,9 +107,9 @@ def mine_layers(encoder, corpus, layers: list[int], options: dict, k: int = K):
         mined = ratio_margin_candidates(vectors[row, :n], vectors[row, n:], k)
         candidates = [(src_ids[s], tgt_ids[t], score) for s, t, score in mined
                       if src_ids[s] is not None and tgt_ids[t] is not None]
-        threshold = best_threshold(candidates, gold)
+        threshold = thresholds[layer] if thresholds is not None else best_threshold(candidates, gold)
         predicted = [(s, t) for s, t, score in candidates if score >= threshold]
-        yield layer, pair_scores(predicted, gold), predicted, threshold
+        yield layer, (pair_scores(predicted, gold) if gold else {}), predicted, threshold
 
 
 def run(card, langs, ctx) -> list:
@@ -116,15 +123,34 @@ def run(card, langs, ctx) -> list:
         "k": K,
         "retrieval": "max (both directions, greedy one-to-one)",
         "index": "faiss.IndexFlatIP (exact cosine)",
-        "threshold_from": "gold of the evaluated split (XTREME's dev procedure)",
+        "threshold": "tuned on the dev gold, applied to test at the same layer (XTREME's protocol)",
     }
+    tuned: dict[tuple[str, int], float] = {}  # (language, layer) -> dev threshold, from this run
+
+    def dev_threshold(lang: str, layer: int) -> float:
+        if (lang, layer) not in tuned:  # a dev record stored by an earlier run
+            stored = ctx.store.get(probes.unit_for(card, lang, "dev", ctx, layer))
+            if stored is None or "threshold" not in (stored.extra or {}):
+                raise ConfigError(f"{card.name} {lang}: mining the {card.split_for(lang)} corpus needs the dev "
+                                  f"threshold (XTREME's protocol), but this data has no {lang} dev corpus")
+            tuned[(lang, layer)] = float(stored.extra["threshold"])
+        return tuned[(lang, layer)]
 
     def evaluate(lang, loaded, layers):
         corpus = loaded[0]  # the data layer returns the BuccCorpus in a one-element list
-        for layer, metrics, predicted, threshold in mine_layers(ctx.encoder, corpus, layers, options):
+        on_dev = corpus.split == "dev"
+        given = None if on_dev else {layer: dev_threshold(lang, layer) for layer in layers}
+        for layer, metrics, predicted, threshold in mine_layers(ctx.encoder, corpus, layers, options,
+                                                                thresholds=given):
             tsv = "".join(f"{s}\t{t}\n" for s, t in predicted)  # XTREME's bucc2018/test-<lang>.tsv
-            yield probes.LayerResult(layer, metrics, len(corpus.gold), files={f"test-{lang}.tsv": tsv},
-                                     extra={"threshold": threshold, "n_predicted": len(predicted),
-                                            "n_src": len(corpus.src), "n_tgt": len(corpus.tgt)})
+            if on_dev:
+                tuned[(lang, layer)] = threshold
+            extra = {"threshold": threshold, "threshold_from": "dev gold (this corpus)" if on_dev else
+                     "dev (same language and layer)", "n_predicted": len(predicted), "n_src": len(corpus.src),
+                     "n_tgt": len(corpus.tgt)}
+            if not corpus.gold:
+                extra.update(unscored.extra("no gold pairs for this corpus (XTREME withholds the test gold)"))
+            yield probes.LayerResult(layer, metrics, len(corpus.gold) or len(corpus.src),
+                                     files={f"test-{lang}.tsv": tsv}, extra=extra)
 
-    return probes.sweep(card, langs, ctx, config, evaluate)
+    return probes.sweep(card, langs, ctx, config, evaluate, always_select=True)

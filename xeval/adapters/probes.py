@@ -62,6 +62,12 @@ def probe_layers(card, ctx) -> list[int]:
     return out
 
 
+def default_layer(card, ctx) -> int | None:
+    """The card's fixed layer for this model's depth (``layer_for_depth`` / ``layer``), None when it names none."""
+    spec = _card_default({k: v for k, v in (card.recipe or {}).items() if k != "layers"}, ctx.encoder.num_layers)
+    return spec[0] if isinstance(spec, list) else None
+
+
 def _card_default(recipe: dict, n: int):
     if "layers" in recipe:
         return recipe["layers"]
@@ -181,38 +187,83 @@ class LayerResult:
     outcomes: object = None  # per-example outcomes (xeval.outcomes.Outcomes), stored beside the record
 
 
-def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[int]], Iterable[LayerResult]]) -> list:
+# XTREME's submission folder of a probe whose card has another name
+SUBMISSION_FOLDER = {"bucc": "bucc2018"}
+
+
+def selection_split(card, ctx, lang: str, layers: list[int], always: bool = False) -> str | None:
+    """``dev`` when it is a selection split for ``lang`` here: several layers are probed (or ``always``: BUCC's
+    threshold), the card has a dev source in this layout, the language is not itself reported on dev, and its dev
+    file is there (FLORES-200 dev covers 18 of Tatoeba's languages)."""
+    from xeval.adapters.sweep import SELECTION_SPLIT
+    from xeval.data.sources import resolve
+    from xeval.errors import DataError
+
+    if (len(layers) < 2 and not always) or card.split_for(lang) == SELECTION_SPLIT or ctx.data.layout == "hub":
+        return None
+    if SELECTION_SPLIT not in (card.files.get(ctx.data.layout) or {}):
+        return None
+    try:
+        resolve(card, lang, SELECTION_SPLIT, ctx.data)
+    except DataError:
+        return None
+    return SELECTION_SPLIT
+
+
+def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[int]], Iterable[LayerResult]],
+          always_select: bool = False) -> list:
     """The probes' ``run``: for each language, skip stored layers, load the examples once, let ``evaluate`` compute
     every missing layer from one encoding, store one record per layer and write its prediction files.
 
+    With several layers, the selection split (``selection_split``) runs first for each language: its records choose
+    the reported layer (``xeval.adapters.sweep.choose_layers``), its predictions are not exported.
+
     Prediction files go to ``<export>/<task>/`` when one layer is probed, else to ``<export>/layer-<k>/<task>/``
-    (each folder a complete submission layout of its own).
+    (each folder a complete submission layout of its own) and the chosen layer's also to ``<export>/<task>/``.
     """
     layers = probe_layers(card, ctx)
+    config = {**config, "default_layer": default_layer(card, ctx)}
+    folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
+    limit = (ctx.options or {}).get("max_eval")
+    used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
     records = []
     for lang in langs:
-        split = card.split_for(lang)
-        chash = unit_hash(card, lang, split, ctx, config)
-        found, todo = pending(card, lang, split, ctx, layers, chash)
-        records.extend(found)
-        if not todo:
-            continue
-        start = time.perf_counter()
-        examples = load_examples(card, lang, split, ctx)
-        limit = (ctx.options or {}).get("max_eval")
-        if limit and card.format != "bucc":  # the first N examples (xeval run --max-eval); a BUCC corpus stays whole
-            examples = examples[: int(limit)]
-        results = list(evaluate(lang, examples, todo))
-        each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
-        for res in results:
-            if ctx.export_dir is not None:
-                root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
-                for name, text in res.files.items():
-                    write_text(root / _slug(card.name) / _slug(name), text)  # never outside the export folder
-            used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
-            records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
-                                       each, res.extra, res.outcomes, config_hash=chash))
+        select = selection_split(card, ctx, lang, layers, always_select)
+        for split in ([select] if select else []) + [card.split_for(lang)]:
+            chash = unit_hash(card, lang, split, ctx, config)
+            found, todo = pending(card, lang, split, ctx, layers, chash)
+            records.extend(found)
+            if not todo:
+                continue
+            start = time.perf_counter()
+            examples = load_examples(card, lang, split, ctx)
+            if limit and card.format != "bucc":  # the first N examples (xeval run --max-eval); BUCC stays whole
+                examples = examples[: int(limit)]
+            results = list(evaluate(lang, examples, todo))
+            each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
+            for res in results:
+                if ctx.export_dir is not None and split != select:
+                    root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
+                    for name, text in res.files.items():
+                        write_text(root / folder / _slug(name), text)  # never outside the export folder
+                records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
+                                           each, res.extra, res.outcomes, config_hash=chash))
+    if ctx.export_dir is not None and len(layers) > 1:
+        export_chosen_layer(records, Path(ctx.export_dir), folder)
     return records
+
+
+def export_chosen_layer(records: list, export: Path, folder: str) -> None:
+    """Copy the chosen layer's submission files (``layer-<k>/<task>/``) to ``<export>/<task>/``."""
+    from xeval.adapters.sweep import choose_layers
+
+    if not records:
+        return
+    layer = choose_layers(records)[(records[0].unit.model, records[0].unit.task)][0].layer
+    source = export / f"layer-{layer}" / folder
+    if source.is_dir():
+        for path in sorted(source.iterdir()):
+            write_text(export / folder / path.name, path.read_text(encoding="utf-8"))
 
 
 def load_examples(card, lang: str, split: str, ctx) -> list:

@@ -173,7 +173,9 @@ class QA(finetune.Family):
         return [best[i][1] if i in best else "" for i in range(len(examples))]
 
     def labelled(self, examples) -> bool:
-        return all(ex.answers for ex in examples)
+        from xeval.data.squad import is_label_free
+
+        return not is_label_free(examples)
 
     def score(self, predictions, examples, lang) -> dict[str, float]:
         from xeval.metrics import gold_answers, mlqa_scores, squad_scores

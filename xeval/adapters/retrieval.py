@@ -9,7 +9,8 @@ Conventions (DESIGN.md "Tatoeba", XTREME's ``third_party/evaluate_retrieval.py``
 - top-1 accuracy in both directions; a direction names its query side. en→xx is XTREME's official score: the xx
   sentences are indexed and each English sentence queries them, so the prediction file has one predicted xx
   line index (0-based) per English line, ``<task>/test-<lang>.tsv``. Line i of one side translates line i of
-  the other, so the gold index of query i is i.
+  the other, so the gold index of query i is i. XTREME's download sorts the English side (the gold order is
+  withheld there): those pairs are predicted and exported, never scored (``gold_order_known``).
 
 Metrics (percentages): ``accuracy`` = en→xx (the official number), ``accuracy_en_xx``, ``accuracy_xx_en``,
 ``accuracy_mean`` (their mean).
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from xeval import unscored
 from xeval.adapters import probes
+from xeval.data.tatoeba import gold_order_known
 
 # --------------------------------------------------------------------------- retrieval core (plain arrays)
 
@@ -125,10 +128,16 @@ def run(card, langs, ctx) -> list:
 
     def evaluate(lang, pairs, layers):
         xx, en = [p.src for p in pairs], [p.tgt for p in pairs]
+        known = gold_order_known(pairs)
         for layer, metrics, en2xx, xx2en in tatoeba_layers(ctx.encoder, xx, en, layers, options):
             # XTREME's submission file: one predicted xx line index (0-based) per English line
             tsv = "".join(f"{int(p)}\n" for p in en2xx)
-            yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
-                                     outcomes=tatoeba_outcomes(en2xx, xx2en))
+            if known:
+                yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
+                                         outcomes=tatoeba_outcomes(en2xx, xx2en))
+            else:  # XTREME's download: the English side is sorted, the gold order unknown
+                yield probes.LayerResult(layer, {}, len(pairs), files={f"test-{lang}.tsv": tsv},
+                                         extra=unscored.extra("the English side is sorted (XTREME's "
+                                                              "tatoeba_preprocess): the gold order is withheld"))
 
     return probes.sweep(card, langs, ctx, config, evaluate)

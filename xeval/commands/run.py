@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 NAME = "run"
 HELP = "evaluate a model on a suite: fine-tune on English, test every language, store and print the results"
 
@@ -99,36 +101,54 @@ def run(args) -> int:
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
     )
     summary = RunSummary()
+    problems: list[str] = []
     records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
-                        summary=summary)
+                        summary=summary, problems=problems)
     worker = detect(opts.shard)
     if not worker.leader:
-        return 0  # rank 0 prints the tables of the whole run
+        return 2 if problems else 0  # rank 0 prints the tables of the whole run
     print()
     _layer_sweep_summary(records, args.plot)
     print(summary.line())
     if worker.shards > 1:
         print(f"shard {worker.shard}/{worker.shards}: the tables above hold this shard's units; once every shard is "
               f"done, xeval report {args.out} shows the whole run")
-    return 0
+    for problem in problems:  # e.g. a training file the data folder lacks: everything else ran
+        print(f"xeval run: error: {problem}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _layer_sweep_summary(records, plot_stem: str | None) -> None:
-    """Probes over several layers: the universal layer per probe, and the figure under --plot."""
-    from xeval.adapters.sweep import layer_curves
+    """Probes over several layers: the layer each probe is reported at (chosen on the selection split, never on the
+    reported one) with the reported score there, and the figure under --plot."""
+    from xeval.adapters.sweep import choose_layers, layer_curves
     from xeval.controls import LABELS, control_parents
 
+    chosen = {k: v for k, v in choose_layers(records).items() if len({r.unit.layer for r in records
+                                                                        if (r.unit.model, r.unit.task) == k
+                                                                        and r.unit.layer is not None}) > 1}
     curves = [c for c in layer_curves(records) if len(c.scores) > 1]
     parents = control_parents(records)
-    for c in curves:
-        if c.model in parents:
+
+    def phrase(choice, curve) -> str:
+        text = f"layer {choice.layer} ({choice.describe()}"
+        if choice.selection_score is not None:
+            text += f": {curve.metric if curve else 'score'} {choice.selection_score:.1f} there"
+        text += ")"
+        if curve is not None and choice.layer in curve.scores:
+            text += (f"; {curve.split} {curve.metric} {curve.scores[choice.layer]:.1f}, mean over "
+                     f"{len(curve.languages)} languages")
+        elif curve is None:
+            text += "; the reported split is label-free (predictions exported)"
+        return text
+
+    for (model, task), (choice, curve) in chosen.items():
+        if model in parents:
             continue
-        line = (f"universal layer of {c.task}: {c.universal_layer} ({c.metric} {c.best_score:.1f}, "
-                f"mean over {len(c.languages)} languages)")
-        for t in curves:
-            if t.task == c.task and parents.get(t.model, (None,))[0] == c.model:
-                line += (f"; {LABELS[parents[t.model][1]]}: layer {t.universal_layer} "
-                         f"({t.metric} {t.best_score:.1f})")
+        line = f"{task}: {phrase(choice, curve)}"
+        for (other, other_task), (c2, curve2) in chosen.items():
+            if other_task == task and parents.get(other, (None,))[0] == model:
+                line += f"; {LABELS[parents[other][1]]}: {phrase(c2, curve2)}"
         print(line)
     if plot_stem:
         if not curves:

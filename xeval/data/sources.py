@@ -33,6 +33,7 @@ from xeval.textfile import line_of, read_json
 # Reader keys a card's ``format`` may name; each maps to a loader below.
 FORMATS = ("tagging", "pairs", "conllu", "mnli_json", "squad", "tatoeba", "bucc", "alignment", "dictionary")
 _PARTS = {"tatoeba": ("src", "tgt"), "bucc": ("src", "tgt", "gold"), "alignment": ("text", "gold")}
+_OPTIONAL_PARTS = {"bucc": ("gold",)}  # label-free without it: mined pairs are exported, never scored
 _OPTIONS = {"format", "gold_base", "exclude_contexts_from", "note"}
 _SHARED_MARKERS = ("udpos_xtreme", "panx_xtreme", "xnli_xtreme", "pawsx_xtreme", "tydiqa_goldp_v1.1", "mlqa_v1")
 _XTREME_MARKERS = ("udpos", "panx", "xnli", "pawsx", "mlqa", "tydiqa", "bucc2018", "squad")
@@ -162,13 +163,16 @@ def resolve(card, lang: str, split: str, root: DataRoot) -> Resolved:
                 paths.append(root.path / rel)
         parts[part] = paths
     want = _PARTS.get(fmt, ("path",))
-    if set(parts) != set(want):
+    if set(parts) != set(want):  # optional parts are dropped only after this check, when their file is absent
         raise UserError(
             f"{card.path or card.name}: files.{root.layout}.{split}: format {fmt!r} expects parts "
             f"{', '.join(want)}, found {', '.join(parts) or 'none'}"
         )
     if "exclude_contexts_from" in options:
         options["exclude_contexts_from"] = str(root.path / _fill(options["exclude_contexts_from"], card, lang, split))
+    for part in _OPTIONAL_PARTS.get(fmt, ()):  # e.g. BUCC's test gold, which XTREME's download does not have
+        if all(not p.is_file() for p in parts[part]):
+            del parts[part]
     resolved = Resolved(fmt, parts, options)
     for path in resolved.files:
         if not path.is_file():
@@ -361,7 +365,11 @@ def _load_bucc(src, lang, split):
 
     (src_path,) = src.parts["src"]
     pair = src_path.name.split(".")[0]  # "zh-en" from "zh-en.dev.zh"
-    return [read_bucc(src_path.parent, pair=pair, split=split)]
+    corpus = read_bucc(src_path.parent, pair=pair, split=split, require_gold="gold" in src.parts)
+    if "gold" in src.parts and not corpus.gold:
+        raise DataError(src.parts["gold"][0], None, "expected gold pairs src-id<TAB>tgt-id, found none (an empty "
+                                                     "file; leave the file out for a label-free corpus)")
+    return [corpus]
 
 
 def _load_alignment(src, lang, split):

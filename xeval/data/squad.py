@@ -178,3 +178,17 @@ def read_squad(
             stacklevel=2,
         )
     return examples
+
+
+def is_label_free(examples: list[QAExample]) -> bool:
+    """True when no question carries a real answer: XTREME's official test files, where
+    ``remove_qa_test_annotations`` (``utils_preprocess.py``) leaves every question the dummy answer
+    ``{"answer_start": 0, "text": ""}``, or files without answers at all. Scoring such a file would turn empty
+    predictions into 100 and perfect ones into 0, so it is predicted and exported, never scored.
+
+    >>> from xeval.data.examples import Answer, QAExample
+    >>> dummy = QAExample("q1", "Who?", "Ann came.", [Answer("", 0)], "en", "test", "x.json", 0)
+    >>> is_label_free([dummy]), is_label_free([QAExample("q2", "Who?", "Ann came.", [Answer("Ann", 0)], "en", "test", "x.json", 1)])
+    (True, False)
+    """
+    return bool(examples) and not any(a.text.strip() for ex in examples for a in ex.answers)

@@ -3,8 +3,9 @@
 Line i of one file translates line i of the other (ISO 639-3 names). XTREME evaluates 36 of the 112 languages under
 2-letter codes; ``TATOEBA_XTREME`` is the mapping of XTREME's ``utils_preprocess.py`` (``tatoeba_preprocess``:
 ``cmn`` → zh, ``pes`` → fa, ``swh`` → sw, ``tgl`` → tl, ``jav`` → jv, …), and ``TATOEBA_XTREME_R`` adds the five
-languages XTREME-R added (az lt pl uk ro). Note: XTREME's own copy sorts the English side to hide the gold order;
-the LASER files read here keep it, so the gold of line i is line i.
+languages XTREME-R added (az lt pl uk ro). Note: XTREME's own copy (``<xx>-en.<xx>`` / ``<xx>-en.en`` in its download) sorts the
+English side to hide the gold order (``tatoeba_preprocess``); the LASER files keep it, so the gold of line i is line i
+there, and ``gold_order_known`` tells the two apart.
 """
 
 from __future__ import annotations
@@ -69,3 +70,17 @@ def read_tatoeba(folder: str | Path, lang: str) -> list[Bitext]:
             )
         pairs.append(Bitext(a, b, code, "test", str(src_path), i))
     return pairs
+
+
+def gold_order_known(pairs: list[Bitext]) -> bool:
+    """False when the English side is in sorted order, as XTREME's ``tatoeba_preprocess`` writes it (stripped lines,
+    ``sorted`` by text): line i no longer translates line i and the gold is unknown, so the pairs are label-free
+    (predictions exported, never scored). LASER files are never sorted (their order is Tatoeba's), and fewer than
+    three pairs cannot tell (sorted by chance).
+
+    >>> pairs = [Bitext(x, e, "de", "test", "de-en.de", i) for i, (x, e) in enumerate([("b", "B"), ("a", "A"), ("c", "C")])]
+    >>> gold_order_known(pairs), gold_order_known(sorted(pairs, key=lambda p: p.tgt))
+    (True, False)
+    """
+    english = [p.tgt.strip() for p in pairs]
+    return len(english) < 3 or english != sorted(english)

@@ -28,7 +28,6 @@ from xeval.report.tables import (  # noqa: E402
     order_languages,
     sweeps,
     task_title,
-    universal_layer,
 )
 
 KINDS = ("layers", "languages", "gap", "correlation", "tokenizer")
@@ -113,9 +112,9 @@ def _styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:
 
 
 def plot_layers(results: Results, width: str | float = "column"):
-    """Score vs layer, one line per model, each model's universal (best) layer marked with a star; a control
-    (``--control random-init``) as a dashed line in its model's colour. (Probes are deterministic: one value per
-    layer, no error bars.)"""
+    """Score vs layer, one line per model, each model's chosen layer (``Results.layer_rules``: on the selection
+    split, never on the plotted one) marked with a star; a control (``--control random-init``) as a dashed line in
+    its model's colour. (Probes are deterministic: one value per layer, no error bars.)"""
     data = sweeps(results)
     if not data:
         raise UserError("no probe records with layers in the given runs: nothing to plot for --plot layers")
@@ -129,11 +128,12 @@ def plot_layers(results: Results, width: str | float = "column"):
             row = row.dropna()
             color = styles[model]["color"]
             ax.plot(row.index, row.values, label=model, markersize=4, linewidth=1.2, **styles[model])
-            best = universal_layer(row, metric)
-            ax.plot([best], [row[best]], marker="*", markersize=10, color=color, markeredgecolor="black",
-                    markeredgewidth=0.5, linestyle="none", zorder=5)
+            best = results.chosen_layer(task, model)  # chosen on the selection split, never on this curve
+            if best is not None and best in row.index:
+                ax.plot([best], [row[best]], marker="*", markersize=10, color=color, markeredgecolor="black",
+                        markeredgewidth=0.5, linestyle="none", zorder=5)
         ax.plot([], [], marker="*", markersize=8, color="white", markeredgecolor="black", linestyle="none",
-                label="universal layer (best)")
+                label="chosen layer (selection split)")
         panel = inches / axes.shape[1]
         ax.set_title(f"{task_title(task)}: layer sweep")
         ax.set_xlabel(_wrap("layer (hidden_states index; 0 = embeddings)", panel))

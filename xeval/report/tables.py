@@ -9,7 +9,8 @@
   counts, and so is that row's Avg (then not the XTREME score).
 - ``gap_table``: transfer gap = English minus the mean over the other languages, per task (headline metric;
   F1 for QA, as XTREME's gap table), one row per model. Lower is better.
-- ``layer_tables``: for probes, score vs layer (mean over languages) and the best layer per probe.
+- ``layer_tables``: for probes, score vs layer (mean over languages) and the layer each probe is reported at: chosen
+  on the selection split (dev), else the card's fixed layer, else the last one; never on the reported split.
 
 Scores are averaged in this order everywhere: seeds first (per language), then languages, then tasks.
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from xeval.adapters.sweep import SELECTION_SPLIT, LayerChoice, LayerCurve, choose_layer, default_layers
 from xeval.controls import LABELS as CONTROL_LABELS
 from xeval.controls import control_parents
 from xeval.errors import UserError
@@ -115,7 +117,8 @@ class Results:
         this order (labels or keys, before or after renaming; the others follow in store order)."""
         records = list(records)
         self.records = records  # per-example outcomes are read from them (confidence intervals)
-        frame = pick_split(long_frame(records), split)
+        full = long_frame(records)
+        frame = pick_split(full, split)
         self.controls = {k: v for k, v in control_parents(records).items() if k in set(frame["model"])}
         self.labels = model_labels(frame["model"])
         if order:
@@ -127,30 +130,60 @@ class Results:
             self._rename(rename)
         self.sweep = frame  # every layer, for layer tables and plots
         self.chosen_layers: dict[tuple, int] = {}
-        self.long = self._select_layers(frame, layer)
+        self.layer_rules: dict[tuple, LayerChoice] = {}  # how each chosen layer was chosen (for the notes)
+        self.long = self._select_layers(frame, layer, full, default_layers(records))
         self.stats = seed_stats(self.long)
 
-    def _select_layers(self, frame: pd.DataFrame, layer) -> pd.DataFrame:
-        """Per (model, probe, setting): the best layer by the headline metric averaged over languages (lowest
-        layer on ties), or ``layer``."""
+    def _select_layers(self, frame: pd.DataFrame, layer, full: pd.DataFrame, defaults: dict) -> pd.DataFrame:
+        """Per (model, probe, setting): ``layer`` when given, else the layer of ``xeval.adapters.sweep.choose_layer``:
+        best on the selection split (dev) when it ran and is not the split reported, else the card's fixed layer,
+        else the last layer. Never the best layer of the reported split itself (optimistic)."""
         layered = frame["layer"] != NO_LAYER
         if not layered.any():
             return frame
         keep = [frame[~layered]]
         for key, group in frame[layered].groupby(["model", "task", "setting"], sort=False):
-            sweep = layer_sweep(group)
+            layers = sorted(int(k) for k in group["layer"].unique())
             if layer in (None, "best"):
-                metric = headline_metric(key[1], group["metric"])
-                scores = sweep.loc[metric]
-                chosen = int(scores.idxmin() if lower_is_better(metric) else scores.idxmax())
+                choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]))
             else:
-                chosen = int(layer)
-                if chosen not in sweep.columns:
-                    have = ", ".join(map(str, sweep.columns))
-                    raise UserError(f"{key[0]} {key[1]}: no records for layer {chosen}; layers run: {have}")
-            self.chosen_layers[key] = chosen
-            keep.append(group[group["layer"] == chosen])
+                if int(layer) not in layers:
+                    have = ", ".join(map(str, layers))
+                    raise UserError(f"{key[0]} {key[1]}: no records for layer {int(layer)}; layers run: {have}")
+                choice = LayerChoice(int(layer), "given")
+            self.chosen_layers[key] = choice.layer
+            self.layer_rules[key] = choice
+            keep.append(group[group["layer"] == choice.layer])
         return pd.concat(keep, ignore_index=True)
+
+    @staticmethod
+    def _selection_curve(key, group: pd.DataFrame, full: pd.DataFrame) -> LayerCurve | None:
+        """The selection split's language-mean curve of one probe, unless that split is among the reported ones."""
+        if SELECTION_SPLIT in set(group["split"]):
+            return None
+        model, task, setting = key
+        rows = full[(full["model"] == model) & (full["task"] == task) & (full["setting"] == setting)
+                    & (full["split"] == SELECTION_SPLIT) & (full["layer"] != NO_LAYER)]
+        if rows.empty:
+            return None
+        metric = headline_metric(task, rows["metric"])
+        scores = layer_sweep(rows).loc[metric].dropna()
+        langs = rows[rows["metric"] == metric]["lang"].nunique()
+        return LayerCurve(model, task, metric, not lower_is_better(metric), {int(k): float(v) for k, v in
+                                                                              scores.items()}, [""] * langs,
+                          SELECTION_SPLIT)
+
+    def chosen_layer(self, task: str, row: str) -> int | None:
+        """The chosen layer of one table row (a model label) of ``task``."""
+        for (model, probe, setting), layer in self.chosen_layers.items():
+            if probe == task and self.row(model, setting) == row:
+                return layer
+        return None
+
+    def layer_note(self, task: str) -> str | None:
+        """How the layer of ``task``'s rows was chosen (one phrase per distinct rule)."""
+        rules = list(dict.fromkeys(c.describe() for k, c in self.layer_rules.items() if k[1] == task))
+        return f"layer: {'; '.join(rules)}" if rules else None
 
     def _label_controls(self) -> None:
         """A control's label is its model's plus "(random init)"; the full key where that is ambiguous."""
@@ -293,8 +326,7 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
         seeds = int(stats["n_seeds"].max())
         notes = [f"{_splits_note(stats, langs)}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
         if (stats["layer"] != NO_LAYER).any():
-            notes.append("probes: L = hidden_states index (0 = embeddings); the best layer by mean over languages "
-                         "unless --layer is given")
+            notes.append("probes: L = hidden_states index (0 = embeddings); " + (results.layer_note(task) or ""))
         for name, same in dropped.items():
             notes.append(f"{name} equals {same} (left out)")
         if mean[AVG].isna().any():
@@ -554,6 +586,7 @@ def universal_layer(sweep: pd.Series, metric: str) -> int:
 def layer_tables(results: Results) -> list[Table]:
     tables = []
     best_rows = []
+    rules: dict[str, list[str]] = {}
     controls = set(results.control_rows())
     for task, sweep in sweeps(results).items():
         metric = sweep.attrs["metric"]
@@ -565,20 +598,27 @@ def layer_tables(results: Results) -> list[Table]:
                             mean=mean, lower_columns=lower, controls=here,
                             notes=["L = hidden_states index (0 = embeddings); bold = best model per layer"]
                             + (_control_note(results) if here else [])))
-        for row, scores in sweep.iterrows():
-            scores = scores.dropna()
-            best = universal_layer(scores, metric)
-            best_rows.append(((row, task, metric), [best, scores[best], int(scores.index.max()),
+        for (model, probe, setting), choice in results.layer_rules.items():
+            row = results.row(model, setting)
+            if probe != task or row not in sweep.index:
+                continue
+            scores = sweep.loc[row].dropna()
+            if choice.layer not in scores.index:
+                continue
+            best_rows.append(((row, task, metric), [choice.layer, scores[choice.layer], int(scores.index.max()),
                                                     scores[scores.index.max()]]))
+            rules.setdefault(choice.describe(), []).append(task)
     if not tables:
         raise UserError("no probe records with layers in the given runs: no layer tables to show")
     idx = pd.MultiIndex.from_tuples([r for r, _ in best_rows], names=["model", "probe", "metric"])
     best = pd.DataFrame([v for _, v in best_rows], index=idx,
-                        columns=["best layer", "score at best", "last layer", "score at last"])
+                        columns=["chosen layer", "score at chosen", "last layer", "score at last"])
     here = controls & set(idx.get_level_values("model"))
-    tables.insert(0, Table(key="layers:best", title="Best layer per probe", mean=best, bold_within="metric",
-                           no_bold={"best layer", "last layer"}, digits={"best layer": 0, "last layer": 0},
-                           notes=["score = headline metric averaged over languages (points)"]
+    how = [f"chosen layer of {', '.join(dict.fromkeys(tasks))}: {rule}" for rule, tasks in rules.items()]
+    tables.insert(0, Table(key="layers:best", title="Chosen layer per probe", mean=best, bold_within="metric",
+                           no_bold={"chosen layer", "last layer"}, digits={"chosen layer": 0, "last layer": 0},
+                           notes=["score = headline metric of the reported split averaged over languages (points); "
+                                  "the layer is never chosen on the reported split (optimistic)", *how]
                            + (_control_note(results) if here else []), controls=here))
     return tables
 
