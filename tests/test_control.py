@@ -114,9 +114,10 @@ def test_run_stores_the_control_under_its_own_key(tiny, control_run):
             assert rec.model["control"] == "random-init" and rec.model["parent"]["hash"] == tiny.weights_hash
         else:
             assert "control" not in rec.model
-    # one record per (probe, language, layer) for each of the two models: tatoeba de, fr and alignment de-en
-    units = {(r.unit.model, r.unit.task, r.unit.lang, r.unit.layer) for r in stored}
-    assert len(units) == len(stored) == 2 * 3 * (tiny.num_layers + 1)
+    # one record per (probe, language, split, layer) for each of the two models: tatoeba de, fr on test and on
+    # the selection split that chooses the layer (FLORES-200 dev), and alignment de-en
+    units = {(r.unit.model, r.unit.task, r.unit.lang, r.unit.split, r.unit.layer) for r in stored}
+    assert len(units) == len(stored) == 2 * 5 * (tiny.num_layers + 1)
 
 
 def test_model_numbers_do_not_change_with_the_control(tiny, data_root, control_run):

@@ -25,17 +25,19 @@ def test_markdown_summary_renders_pairs_bold_and_empty_cells(results):
     text = render.render(build(results, "summary"), "md")
     lines = [line for line in text.splitlines() if line.startswith("|")]
     assert lines[0] == ("| model | POS F1 | NER F1 | XQuAD F1 / EM | MLQA F1 / EM | TyDiQA F1 / EM | XNLI Acc "
-                        "| PAWS-X Acc | Avg |")
+                        "| PAWS-X Acc | Tatoeba Acc | Avg (7 tasks) |")
     assert lines[1].startswith("|:---|---:")
     assert all(line.count("|") == lines[0].count("|") for line in lines)  # every row has every cell
     # en/de/zh only: every cell is marked, and so is the Avg (not the XTREME score)
-    # alpha has two seeds (each 0.5 below and above the mean): ± 0.7 = std(ddof=1) of the two per-seed cells
+    # alpha has two seeds (each 0.5 below and above the mean): ± 0.7 = std(ddof=1) of the two per-seed cells;
+    # Tatoeba at the last layer (no selection split in these records): 42.0 for both models, so no bold
     assert lines[2] == ("| alpha | 80.0 ± 0.7† | 70.0 ± 0.7† | 60.0 ± 0.7 / 50.0 ± 0.7† | 50.0 ± 0.7 / 40.0 ± 0.7† "
-                        "| 40.0 ± 0.7 / 30.0 ± 0.7† | 75.0 ± 0.7† | 85.0 ± 0.7† | 63.6 ± 0.7† |")
+                        "| 40.0 ± 0.7 / 30.0 ± 0.7† | 75.0 ± 0.7† | 85.0 ± 0.7† | 42.0† | 63.6 ± 0.7† |")
     assert lines[3] == ("| beta | **81.0**† | **71.0**† | **61.0** / **51.0**† | **51.0** / **41.0**† |  | **76.0**† "
-                        "| **86.0**† |  |")
+                        "| **86.0**† | 42.0† |  |")
     assert ("<sub>† averaged over N of M XTREME languages per task: POS 3 of 33, NER 3 of 40, XQuAD 3 of 11, "
-            "MLQA 3 of 7, TyDiQA 1 of 9 (+2 not in XTREME), XNLI 3 of 15, PAWS-X 3 of 7</sub><br>") in text
+            "MLQA 3 of 7, TyDiQA 1 of 9 (+2 not in XTREME), XNLI 3 of 15, PAWS-X 3 of 7, Tatoeba 2 of 36</sub><br>"
+            ) in text
 
 
 def test_latex_and_csv_mark_partial_cells(results):
@@ -95,8 +97,8 @@ def test_latex_escapes_special_characters():
 
 def test_csv_single_table_is_wide_and_several_are_tidy(results):
     summary = pd.read_csv(io.StringIO(render.render(build(results, "summary"), "csv")), index_col=0)
-    assert summary.loc["alpha", "Avg"] == pytest.approx(445 / 7, abs=1e-3)
-    assert pd.isna(summary.loc["beta", "Avg"])
+    assert summary.loc["alpha", "Avg (7 tasks)"] == pytest.approx(445 / 7, abs=1e-3)
+    assert pd.isna(summary.loc["beta", "Avg (7 tasks)"])
     tidy = pd.read_csv(io.StringIO(render.render(build(results, "languages"), "csv")))
     assert {"table", "model", "metric", "column", "mean", "std"} <= set(tidy.columns)
     row = tidy[(tidy.table == "languages:udpos") & (tidy.model == "alpha") & (tidy.metric == "f1")
