@@ -342,10 +342,15 @@ def _tiny_complete_submission(root: Path, benchmark=XTREME) -> tuple[Path, Path]
                 (preds / name).parent.mkdir(parents=True, exist_ok=True)
                 # q1 exact; q2 "red" vs "red dog" -> P 1, R 1/2, F1 2/3 -> EM 50, F1 (1 + 2/3)/2*100
                 (preds / name).write_text(json.dumps({f"{lang}1": "Paris", f"{lang}2": "red"}))
-            elif spec.metric == "map_at_20":
-                for folder, value in ((labels, {"q1": ["Q7"]}), (preds, {"q1": ["Q2", "Q7"]})):  # AP = 1/2
+            elif spec.metric == "mrr_at_20":  # reciprocal rank 1/2; a second query without prediction: 0
+                for folder, value in ((labels, {"q1": ["Q7 "], "q2": ["Q1"]}), (preds, {"q1": ["Q2", "Q7"]})):
                     (folder / name).parent.mkdir(parents=True, exist_ok=True)
                     (folder / name).write_text(json.dumps(value))
+            elif spec.metric == "xcopa_accuracy":  # one row of two right
+                for folder, labels_ in ((labels, [0, 1]), (preds, [0, 0])):
+                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / name).write_text("".join(json.dumps({"idx": i, "label": v}) + "\n"
+                                                       for i, v in enumerate(labels_)))
             else:
                 gold = "zh-1\ten-1\nzh-2\ten-2\n" if spec.metric == "bucc_f1" else "0\n1\n"
                 pred = "0\n0\n" if (task, lang) == ("xnli", "en") else gold
@@ -388,16 +393,27 @@ def test_cli_writes_the_json(tmp_path, capsys):
     assert "predictions folder not found" in capsys.readouterr().err
 
 
-def test_xtreme_r_benchmark(tmp_path):
+def test_xtreme_r_benchmark_as_the_repositorys_evaluate_py(tmp_path):
+    """``--benchmark xtreme-r`` = evaluate.py ``--xtreme_version xtreme-r`` (commit 838c13b): its task and language
+    lists (XQuAD with ro), groups (retrieval = Tatoeba + Mewsli-X, multi_choice = XCOPA), XCOPA read as .jsonl,
+    Mewsli-X's map@20 (mean reciprocal rank), and LAReQA with no languages: an empty block and no all_task."""
     preds, labels = _tiny_complete_submission(tmp_path, XTREME_R)
+    for folder in (preds, labels):
+        (folder / "lareqa").mkdir()
     result = score_submission(preds, labels, "xtreme-r").result
     qa = (50 + (1 + 2 / 3) / 2 * 100) / 2
     xnli = (50 + 14 * 100) / 15
-    assert result["mewslix"]["avg_map_at_20"] == 50.0 and result["lareqa"]["avg_metric"] == 50.0
-    assert result["retrieval"] == pytest.approx((50 + 50 + 100) / 3)
-    assert result["classification"] == pytest.approx((xnli + 100) / 2)
-    assert result["all_task"] == pytest.approx((xnli + 100 + 100 + 100 + 3 * qa + 50 + 50 + 100) / 10)
+    assert list(result) == ["classification", "tagging", "qa", "retrieval", "multi_choice", "xnli", "panx", "udpos",
+                            "tatoeba", "xcopa", "lareqa", "mewslix", "xquad", "mlqa", "tydiqa"]
+    assert result["mewslix"]["map@20"]["ar"] == 25.0 and result["mewslix"]["avg_metric"] == 25.0
+    assert result["xcopa"]["avg_accuracy"] == 50.0 and result["multi_choice"] == 50.0
+    assert result["lareqa"] == {} and "all_task" not in result
+    assert result["retrieval"] == pytest.approx((100 + 25) / 2)
+    assert result["classification"] == pytest.approx((xnli + 50) / 2)
+    assert result["qa"] == pytest.approx(qa)
+    assert len(result["xquad"]["f1"]) == 12 and "ro" in result["xquad"]["f1"]
     assert len(result["udpos"]["f1"]) == 38 and len(result["tatoeba"]["accuracy"]) == 41
+    assert list(result["udpos"]["f1"])[-5:] == ["lt", "pl", "uk", "wo", "ro"]  # evaluate.py's order
 
 
 def test_write_predictions_round_trips(tmp_path):

@@ -10,7 +10,9 @@ Layout (both folders): ``<task>/test-<lang>.<ext>``, ext ``json`` for QA (and XT
 - classification (pawsx, xnli, xcopa) and tatoeba: one label (tatoeba: one index) per line.
 - bucc2018: one ``src-id<TAB>tgt-id`` pair per line, compared as sets.
 - QA: predictions ``{question id: answer text}``; labels SQuAD v1.1 JSON (``{"data": [...]}`` or the list).
-- mewslix / lareqa (XTREME-R): predictions ``{query id: [ranked ids]}``, labels ``{query id: [gold ids]}``.
+- XTREME-R (``--benchmark xtreme-r``, evaluate.py's lists): xcopa ``.jsonl`` with a ``label`` per row on both
+  sides; mewslix predictions ``{query id: [ranked ids]}``, labels ``{query id: [gold id]}``, scored ``map@20``
+  (mean reciprocal rank); lareqa has no languages in evaluate.py, so its block is ``{}``.
 
 Where this is stricter than the official scorer (which ``assert``s or crashes), a user error names the file and
 what was expected: a missing prediction file, a different number of lines / sentences / tags than the labels,
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xeval.errors import DataError, UserError
-from xeval.metrics import accuracy, bucc_scores, chunk_scores, map_at_k, mlqa_scores, squad_scores
+from xeval.metrics import accuracy, bucc_scores, chunk_scores, mewslix_map20, mlqa_scores, squad_scores
 from xeval.metrics.xtreme import Benchmark, TaskSpec, get_benchmark, overall_scores, task_summary
 
 FORMATS = {
@@ -35,7 +37,9 @@ FORMATS = {
     "bucc_f1": "one 'src-id<TAB>tgt-id' pair per line",
     "squad": 'a JSON object {"question id": "answer text"}',
     "mlqa": 'a JSON object {"question id": "answer text"}',
-    "map_at_20": 'a JSON object {"query id": ["ranked id", ...]}',
+    "mrr_at_20": 'a JSON object {"query id": ["ranked id", ...]}',
+    "xcopa_accuracy": 'one JSON object {"label": ...} per line',
+    "none": "nothing (evaluate.py lists no language)",
 }
 
 
@@ -199,12 +203,33 @@ def _score_file(spec: TaskSpec, lang: str, pred: Path, label: Path, warnings: li
         if spec.metric == "mlqa":
             return mlqa_scores(predictions, gold, lang)
         return squad_scores(predictions, gold)
-    if spec.metric == "map_at_20":
+    if spec.metric == "mrr_at_20":
         gold = _string_map(label, lists=True)
         predictions = _string_map(pred, lists=True)
         _check_answered(pred, label, sum(q in predictions for q in gold), len(gold), warnings)
-        return map_at_k(predictions, gold, k=20)
+        return mewslix_map20(predictions, gold, k=20)
+    if spec.metric == "xcopa_accuracy":
+        gold, predicted = read_jsonl_labels(label), read_jsonl_labels(pred)
+        if len(predicted) != len(gold):
+            raise _count_error(pred, label, "rows (one JSON object with a label per line)", len(gold), len(predicted))
+        return accuracy(gold, predicted)
     raise ValueError(f"unknown metric kind {spec.metric!r}")
+
+
+def read_jsonl_labels(path: Path) -> list:
+    """XCOPA's ``.jsonl`` (evaluate.py ``read_xcopa``): the ``label`` of every row, predictions and labels alike."""
+    out = []
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(path, number, f"expected one JSON object per line, found {err.msg}") from None
+        if not isinstance(row, dict) or "label" not in row:
+            raise DataError(path, number, 'expected a JSON object with a "label", found none')
+        out.append(row["label"])
+    return out
 
 
 def write_predictions(spec: TaskSpec, path: str | Path, predictions) -> None:
@@ -222,6 +247,8 @@ def write_predictions(spec: TaskSpec, path: str | Path, predictions) -> None:
         text = "".join(f"{label}\n" for label in predictions)
     elif spec.metric == "bucc_f1":
         text = "".join(f"{src}\t{tgt}\n" for src, tgt in predictions)
+    elif spec.metric == "xcopa_accuracy":
+        text = "".join(json.dumps({"label": label}) + "\n" for label in predictions)
     else:
         text = json.dumps(predictions, ensure_ascii=False, indent=1) + "\n"
     write_text(path, text)
@@ -261,6 +288,8 @@ def score_task(
         )
     if missing_labels:
         report.skipped[spec.name] = missing_labels
+    if not spec.langs:  # XTREME-R's lareqa: evaluate.py lists no language and keeps an empty block
+        return {}
     return task_summary(spec.name, per_lang) if per_lang else None
 
 

@@ -17,7 +17,7 @@ from xeval.metrics.accuracy import accuracy
 from xeval.metrics.bucc import bucc_scores
 from xeval.metrics.chunk_f1 import chunk_scores, get_chunks
 from xeval.metrics.mlqa import mlqa_scores
-from xeval.metrics.ranking import map_at_k
+from xeval.metrics.ranking import map_at_k, mewslix_map20
 from xeval.metrics.squad import gold_answers, squad_scores
 from xeval.metrics.token_accuracy import token_accuracy
 
@@ -28,6 +28,7 @@ __all__ = [
     "get_chunks",
     "gold_answers",
     "map_at_k",
+    "mewslix_map20",
     "mlqa_scores",
     "squad_scores",
     "token_accuracy",

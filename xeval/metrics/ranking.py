@@ -1,4 +1,5 @@
-"""Mean average precision at k, as XTREME-R uses it for Mewsli-X and LAReQA (mAP@20).
+"""Ranking metrics of XTREME-R: mean average precision at k (LAReQA's ``average_precision_at_k``) and Mewsli-X's
+``map@20``, which XTREME's ``utils_mewslix.evaluate`` computes as the mean reciprocal rank of the single gold id.
 
 Follows XTREME's ``average_precision_at_k`` (third_party/utils_lareqa.py): the ranked list is cut at k, a
 relevant item counts once (repeats are skipped), and the sum of precisions at the hits is divided by
@@ -46,3 +47,19 @@ def map_at_k(
         raise ValueError("no queries to score")
     total = sum(average_precision_at_k(rel, predictions[q], k) for q, rel in gold.items() if q in predictions)
     return {f"map_at_{k}": 100.0 * total / len(gold)}
+
+
+def mewslix_map20(predictions: Mapping[str, Sequence[str]], gold: Mapping[str, Sequence[str]], k: int = 20) -> dict:
+    """XTREME-R's Mewsli-X score, as ``utils_mewslix.evaluate`` (percent, under evaluate.py's key ``map@20``): each
+    gold query's first gold id (stripped) against its top-``k`` predictions, reciprocal rank of the first hit, 0
+    when missing; the mean over the gold queries.
+
+    >>> mewslix_map20({"a": ["Q2", "Q1"], "b": ["Q5"]}, {"a": ["Q1"], "b": ["Q2"], "c": ["Q3"]})
+    {'map@20': 16.666666666666664}
+    """
+    ranks = []
+    for query, ids in gold.items():
+        target = ids[0].strip()
+        ranked = list(predictions.get(query, []))[:k]
+        ranks.append(next((1.0 / rank for rank, p in enumerate(ranked, start=1) if p == target), 0.0))
+    return {"map@20": 100.0 * (sum(ranks) / len(ranks) if ranks else 0.0)}
