@@ -159,7 +159,8 @@ def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
     assert main([*args, "--control", "random-init", "--control-seed", "5"]) == 0
     printed = capsys.readouterr().out
     assert "avg (random init)" in printed and "random init: layer" in printed
-    assert "1 unit computed" not in printed and "4 units computed, 0 reused, in" in printed
+    # 2 layers x 2 models on test, and on the selection split (FLORES-200 dev) that chooses the layer
+    assert "1 unit computed" not in printed and "8 units computed, 0 reused, in" in printed
     models = {r.unit.model for r in Store(tmp_path / "runs").records()}
     assert models == {tiny.key, Encoder.random_init(tiny, 5).key}
 
