@@ -21,7 +21,9 @@ def test_evaluate_a_path_writes_nothing_and_returns_a_row_per_unit(data_root, tm
     frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, **PROBE)
     assert _files(tmp_path) == []  # store=None: no runs/ folder, nothing anywhere under the working directory
     assert list(frame.columns[:8]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "n_examples"]
-    assert sorted(zip(frame["lang"], frame["layer"])) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 2)]
+    test = frame[frame["split"] == "test"]
+    assert sorted(zip(test["lang"], test["layer"])) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 2)]
+    assert set(frame["split"]) == {"test", "dev"}  # a sweep also runs FLORES-200 dev, the split that chooses its layer
     assert (frame["n_examples"] == 30).all() and frame["accuracy_en_xx"].between(0, 100).all()
     assert (frame["accuracy"] == frame["accuracy_en_xx"]).all()  # XTREME's official direction
 

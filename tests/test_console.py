@@ -68,10 +68,14 @@ def test_tables_per_task_and_the_final_count_line(data_root, tmp_path, capsys):
     # one compact table for a probe over two layers: a row per language, a column per layer
     table = out[out.index("tatoeba (zero-shot; accuracy by layer"):].splitlines()
     assert table[1].split() == ["lang", "split", "0", "1"]
-    assert [row.split()[0] for row in table[2:5]] == ["de", "fr", "avg"]
-    assert "4 units computed, 0 reused, in" in out  # 2 languages x 2 layers
+    rows = [row.split()[:2] for row in table[2:8]]
+    # the reported split and its avg, then FLORES-200 dev (the split that chose the layer) and its avg
+    assert rows[:2] == [["de", "test"], ["fr", "test"]] and rows[2][0] == "avg"
+    assert rows[3:5] == [["de", "dev"], ["fr", "dev"]] and rows[5] == ["avg", "(dev)"]
+    assert "reported at layer" in table[0] and "chosen on dev" in table[0]
+    assert "8 units computed, 0 reused, in" in out  # 2 languages x 2 layers, on test and on the selection split
     assert main([*args, "--layers", "0,1,2"]) == 0  # resume: only layer 2 is new
-    assert "2 units computed, 4 reused, in" in capsys.readouterr().out
+    assert "4 units computed, 8 reused, in" in capsys.readouterr().out
 
 
 def test_quiet_silences_the_log_and_verbose_is_accepted(data_root, tmp_path, capsys):

@@ -449,14 +449,13 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
     reported = reported_split({split for _, split in keys})
     selection = [k for k in keys if k[1] == SELECTION_SPLIT and reported != SELECTION_SPLIT]
     shown = [k for k in keys if k not in selection]
-    body = []
-    for lang, split in shown + selection:
+    def row(lang: str, split: str) -> list[str]:
         cells = [lang, split]
         for layer in layers:
             metrics = by_layer[layer].get((lang, split), {})
             value = metrics.get(head) if head else None
             cells.append(_cell(value) if value else ("unscored" if len(metrics) == 1 else ""))
-        body.append(cells)
+        return cells
 
     def averages(group: list) -> list[str]:
         out = []
@@ -465,16 +464,18 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
             out.append(f"{statistics.fmean(values):.1f}" if values and len(values) == len(group) else "")
         return out
 
+    body = [row(*key) for key in shown]  # the reported split, its average (and the control's), then selection
     if head and len(shown) > 1:
         body.append(["avg", ""] + averages(shown))
-    if head and selection:
-        body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
     if control and head:
         cells = []
         for layer in layers:
             values = [control[layer][key][head][0] for key in shown if head in control.get(layer, {}).get(key, {})]
             cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(shown) else "")
         body.append([f"avg ({control_label})", ""] + cells)
+    body += [row(*key) for key in selection]
+    if head and selection:
+        body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
     chosen = f"; reported at layer {choice.layer}: {choice.describe()}" if choice is not None else ""
     title = f"{task} ({setting}; {head or UNSCORED} by layer, hidden_states index{chosen})"
     return _grid(title, ["lang", "split", *map(str, layers)], body)
