@@ -147,9 +147,9 @@ def test_one_layer_equals_the_sweep(tiny_ctx):
     options = {"pooling": "mean", "include_special": False, "batch_size": 16, "max_length": None}
     xx = ["der Hund schläft", "ich bin müde", "das Haus ist groß"]
     en = ["the dog sleeps", "I am tired", "the house is big"]
-    sweep = {layer: m for layer, m, _, _ in tatoeba_layers(tiny_ctx.encoder, xx, en, [0, 1, 2], options)}
-    (layer, single, _, _), = tatoeba_layers(tiny_ctx.encoder, xx, en, [1], options)
-    assert single == sweep[1]
+    sweep = {got.layer: got.metrics for got in tatoeba_layers(tiny_ctx.encoder, xx, en, [0, 1, 2], options)}
+    (single,) = tatoeba_layers(tiny_ctx.encoder, xx, en, [1], options)
+    assert single.metrics == sweep[1]
 
 
 def test_representation_cache(tiny_ctx, tmp_path, monkeypatch):

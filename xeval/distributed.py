@@ -133,14 +133,18 @@ class WorkItem:
         return _slug(f"{model}.{self.card.name}.{langs}.s{seeds}")  # a long model name is shortened with a hash
 
 
-def work_items(chosen, seeds: list[int], setting: str, models: list[str], fine_tuning) -> list[WorkItem]:
+def work_items(chosen, seeds: list[int], setting: str, models: list[str], fine_tuning,
+               joint=lambda card: False) -> list[WorkItem]:
     """Every item of a run in suite order (per card: each model in turn, then seeds, then languages), the order
-    one process runs them in. ``chosen``: (card, languages) pairs; ``fine_tuning(card)``: whether the card trains."""
+    one process runs them in. ``chosen``: (card, languages) pairs; ``fine_tuning(card)``: whether the card trains;
+    ``joint(card)``: a probe that needs all its languages in one item (language neutrality compares them)."""
     items = []
     for card, langs in chosen:
         trains = bool(fine_tuning(card))
         for model in models:
-            if not trains:
+            if not trains and joint(card):
+                items.append(WorkItem(model, card, tuple(langs), tuple(seeds), False))
+            elif not trains:
                 items += [WorkItem(model, card, (lang,), tuple(seeds), False) for lang in langs]
             elif setting == "zero-shot":
                 items += [WorkItem(model, card, tuple(langs), (seed,), True) for seed in seeds]

@@ -227,7 +227,7 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 
 def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> tuple[list, list]:
     from xeval import distributed
-    from xeval.adapters import FINE_TUNING, RunContext, get_adapter
+    from xeval.adapters import FINE_TUNING, JOINT_PROBES, RunContext, get_adapter
     from xeval.atomic import check_output
     from xeval.data.sources import DataRoot
     from xeval.encoders import Encoder
@@ -283,7 +283,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         if worker.leader:
             echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
     items = distributed.work_items(chosen, ctx.seeds, opts.setting, list(contexts),
-                                   fine_tuning=lambda card: card.type in FINE_TUNING)
+                                   fine_tuning=lambda card: card.type in FINE_TUNING,
+                                   joint=lambda card: card.type in JOINT_PROBES)
     mine = distributed.plan(items, worker, opts.ddp_finetune)
     if worker.count > 1:
         echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "

@@ -27,11 +27,13 @@ TASK_TYPES = {
     "alignment": "xeval.adapters.alignment",  # word alignment by OT, scored by AER
     "lexicon": "xeval.adapters.lexicon",  # bilingual lexicon induction (MUSE)
     "tokenizer_stats": "xeval.adapters.tokenization",  # tokenizer diagnostics per language (FLORES-200)
+    "neutrality": "xeval.adapters.neutrality",  # language ID probe and CKA per layer (FLORES-200)
 }
 
 
 # Task types that fine-tune (a model per task and seed, shared by the test languages); the others are probes.
 FINE_TUNING = frozenset({"tagging", "pair_classification", "qa"})
+JOINT_PROBES = frozenset({"neutrality"})  # probes that read all their languages in one call (not one per language)
 
 
 @dataclass

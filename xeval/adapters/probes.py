@@ -159,13 +159,13 @@ def data_identity(card, lang: str, split: str, ctx) -> dict:
 
 def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
                 duration_s: float, extra: dict | None = None, outcomes=None,
-                config_hash: str | None = None) -> Record:
+                config_hash: str | None = None, data: dict | None = None) -> Record:
     record = Record(
         unit=unit_for(card, lang, split, ctx, layer, config_hash),
         metrics={k: float(v) for k, v in metrics.items()},
         n_examples=int(n_examples),
         model=ctx.encoder.identity(),
-        data=data_identity(card, lang, split, ctx),
+        data=data if data is not None else data_identity(card, lang, split, ctx),
         card=card_identity(card),
         config={"layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k", **config},
         provenance=stamp(duration_s),

@@ -21,11 +21,17 @@ Layers: ``hidden_states[k]``. XTREME's script probes ``--specific_layer 7`` of t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from xeval import unscored
 from xeval.adapters import probes
 from xeval.data.tatoeba import gold_order_known
+
+# options beyond probes.DEFAULTS (xeval.options checks --set keys against them): --set center=true also scores
+# after mean-centring each language (raw and centred both stored)
+EXTRA_OPTIONS = {"center": False}
 
 # --------------------------------------------------------------------------- retrieval core (plain arrays)
 
@@ -88,34 +94,62 @@ def direction_scores(en2xx: np.ndarray, xx2en: np.ndarray) -> dict[str, float]:
     }
 
 
-def tatoeba_outcomes(en2xx: np.ndarray, xx2en: np.ndarray):
-    """Per-line outcomes: line i's gold is i in both directions; the prediction stored is en→xx (official)."""
+def tatoeba_outcomes(en2xx: np.ndarray, xx2en: np.ndarray, centered: tuple | None = None):
+    """Per-line outcomes: line i's gold is i in both directions; the prediction stored is en→xx (official).
+    ``centered``: the (en→xx, xx→en) predictions after mean-centring, scored as ``centered_*``."""
     from xeval.outcomes import Outcomes
 
     gold = np.arange(len(en2xx))
-    en_xx, xx_en = 100.0 * (en2xx == gold), 100.0 * (xx2en == gold)
     out = Outcomes([str(i) for i in gold], gold.tolist(), np.asarray(en2xx).tolist())
-    for name, score in (("accuracy", en_xx), ("accuracy_en_xx", en_xx), ("accuracy_xx_en", xx_en),
-                        ("accuracy_mean", (en_xx + xx_en) / 2)):
-        out.add(name, "mean", score=score)
+    for prefix, (a, b) in (("", (en2xx, xx2en)), ("centered_", centered or (None, None))):
+        if a is None:
+            continue
+        en_xx, xx_en = 100.0 * (a == gold), 100.0 * (b == gold)
+        for name, score in (("accuracy", en_xx), ("accuracy_en_xx", en_xx), ("accuracy_xx_en", xx_en),
+                            ("accuracy_mean", (en_xx + xx_en) / 2)):
+            out.add(prefix + name, "mean", score=score)
     return out
+
+
+def center(x: np.ndarray) -> np.ndarray:
+    """x [N, H] minus its mean vector: one language's sentences centred on their own mean (Libovický et al.
+    2020, "On the Language Neutrality of Pre-trained Multilingual Representations"), which removes what the
+    language adds to every sentence vector alike."""
+    return x - x.mean(axis=0, keepdims=True)
 
 
 # --------------------------------------------------------------------------- the probe
 
 
+@dataclass
+class Retrieved:
+    """One layer's retrieval: metrics (with ``centered_*`` when asked), predictions of both directions, outcomes."""
+
+    layer: int
+    metrics: dict[str, float]
+    en2xx: np.ndarray
+    xx2en: np.ndarray
+    outcomes: object
+
+
 def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: list[int], options: dict):
-    """Yield (layer, metrics, en→xx predictions, xx→en predictions) for every layer, from one encoding of both
-    sides."""
+    """Yield a ``Retrieved`` for every layer, from one encoding of both sides. ``options["center"]``: also score
+    after centring each side on its own mean (raw and centred both reported; the prediction file stays raw)."""
     vectors = probes.sentence_vectors(encoder, list(xx_texts) + list(en_texts), layers, options)  # [L, 2N, H]
     n = len(xx_texts)
     for row, layer in enumerate(layers):
-        en2xx, xx2en = both_directions(vectors[row, :n], vectors[row, n:])
-        yield layer, direction_scores(en2xx, xx2en), en2xx, xx2en
+        xx, en = vectors[row, :n], vectors[row, n:]
+        en2xx, xx2en = both_directions(xx, en)
+        metrics = direction_scores(en2xx, xx2en)
+        centered = None
+        if options.get("center"):
+            centered = both_directions(center(xx), center(en))
+            metrics.update({f"centered_{k}": v for k, v in direction_scores(*centered).items()})
+        yield Retrieved(layer, metrics, en2xx, xx2en, tatoeba_outcomes(en2xx, xx2en, centered))
 
 
 def run(card, langs, ctx) -> list:
-    options = probes.probe_options(card, ctx)
+    options = probes.probe_options(card, ctx, extra=EXTRA_OPTIONS)
     config = {
         "probe": "tatoeba",
         "pooling": options["pooling"],
@@ -124,20 +158,22 @@ def run(card, langs, ctx) -> list:
         "similarity": "cosine: inner product of L2-normalised float32 vectors",
         "index": "faiss.IndexFlatIP (exact)",
         "official_direction": "en->xx (English queries, xx indexed)",
+        **({"center": "centered_* metrics: each side minus its own mean vector"} if options["center"] else {}),
     }
 
     def evaluate(lang, pairs, layers):
         xx, en = [p.src for p in pairs], [p.tgt for p in pairs]
         known = gold_order_known(pairs)
-        for layer, metrics, en2xx, xx2en in tatoeba_layers(ctx.encoder, xx, en, layers, options):
+        for got in tatoeba_layers(ctx.encoder, xx, en, layers, options):
             # XTREME's submission file: one predicted xx line index (0-based) per English line
-            tsv = "".join(f"{int(p)}\n" for p in en2xx)
+            tsv = "".join(f"{int(p)}\n" for p in got.en2xx)
             if known:
-                yield probes.LayerResult(layer, metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
-                                         outcomes=tatoeba_outcomes(en2xx, xx2en))
+                yield probes.LayerResult(got.layer, got.metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
+                                         outcomes=got.outcomes)
             else:  # XTREME's download: the English side is sorted, the gold order unknown
-                yield probes.LayerResult(layer, {}, len(pairs), files={f"test-{lang}.tsv": tsv},
+                yield probes.LayerResult(got.layer, {}, len(pairs), files={f"test-{lang}.tsv": tsv},
                                          extra=unscored.extra("the English side is sorted (XTREME's "
                                                               "tatoeba_preprocess): the gold order is withheld"))
 
+    # the config differs with centring, so a centred run stores units of its own beside the raw-only ones
     return probes.sweep(card, langs, ctx, config, evaluate)

@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 # (metric, higher is better), tried in order
-HEADLINES = (("aer", False), ("accuracy", True), ("f1", True), ("precision_at_1", True))
+HEADLINES = (("aer", False), ("accuracy", True), ("f1", True), ("precision_at_1", True), ("cka", True))
 
 
 SELECTION_SPLIT = "dev"
@@ -66,7 +66,8 @@ def layer_curves(records, metric: str | None = None, split: str | None = None) -
             groups[(model, task, chosen)] = scored
     curves = []
     for (model, task, split_name), group in sorted(groups.items()):
-        name, higher = headline(group[0].metrics, metric)
+        # over every record's metrics: a probe may store some metrics in one record only (neutrality's language ID)
+        name, higher = headline(set().union(*(r.metrics for r in group)), metric)
         table: dict[int, dict[str, float]] = defaultdict(dict)
         for r in group:
             if name in r.metrics:

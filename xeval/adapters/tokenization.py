@@ -54,7 +54,8 @@ def run(card, langs, ctx) -> list:
     records, english = [], None
     for lang in langs:
         split = card.split_for(lang)
-        unit = probes.unit_for(card, lang, split, ctx, None)
+        chash = probes.unit_hash(card, lang, split, ctx, config)
+        unit = probes.unit_for(card, lang, split, ctx, None, chash)
         if ctx.store.has(unit):
             records.append(ctx.store.get(unit))
             continue
@@ -65,5 +66,5 @@ def run(card, langs, ctx) -> list:
         metrics, _ = tokenizer_stats(tokenizer, [p.src for p in pairs], english)
         extra = {"n_words": sum(len(p.src.split()) for p in pairs), "n_chars": sum(len(p.src) for p in pairs)}
         records.append(probes.make_record(card, lang, split, ctx, None, metrics, len(pairs), config,
-                                          time.perf_counter() - start, extra))
+                                          time.perf_counter() - start, extra, config_hash=chash))
     return records

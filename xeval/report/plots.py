@@ -30,7 +30,7 @@ from xeval.report.tables import (  # noqa: E402
     task_title,
 )
 
-KINDS = ("layers", "languages", "gap", "correlation", "tokenizer")
+KINDS = ("layers", "languages", "gap", "correlation", "tokenizer", "neutrality")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 _METRIC_LABELS = {
@@ -330,11 +330,70 @@ def plot_tokenizer(results: Results, width: str | float = "column"):
     return fig
 
 
+def _layer_means(frame, metric: str):
+    """{(model, setting): Series layer -> mean over languages of ``metric``} (seed means first)."""
+    picked = frame[(frame["metric"] == metric) & (frame["layer"] >= 0)]
+    out = {}
+    for (model, setting), group in picked.groupby(["model", "setting"], sort=False):
+        out[(model, setting)] = group.groupby(["layer", "lang"])["value"].mean().groupby("layer").mean()
+    return out
+
+
+def plot_neutrality(results: Results, width: str | float = "column"):
+    """Language neutrality per layer: language-ID accuracy (with chance), CKA with English (mean over languages) and,
+    where retrieval ran with ``--set center=true``, raw against mean-centred retrieval accuracy; a control
+    (``--control random-init``) dashed in its model's colour."""
+    frame = results.sweep
+    neutral = frame[frame["task"] == "neutrality"]
+    panels = []
+    langid = _layer_means(neutral, "langid_accuracy")
+    if langid:
+        panels.append(("Language ID (linear probe)", "accuracy (%, cross-validated)", langid, None))
+    cka = _layer_means(neutral, "cka")
+    if cka:
+        panels.append(("CKA with English", "linear CKA × 100, mean over languages", cka, None))
+    for task in sorted(set(frame.loc[frame["metric"] == "centered_accuracy", "task"])):
+        sub = frame[frame["task"] == task]
+        panels.append((f"{task_title(task)}: raw vs centred", "top-1 accuracy, en→xx (%)",
+                       _layer_means(sub, "accuracy"), _layer_means(sub, "centered_accuracy")))
+    if not panels:
+        raise UserError("no neutrality records (xeval run --tasks neutrality) and no retrieval run with "
+                        "--set center=true: nothing to plot for --plot neutrality")
+    controls = results.control_rows()
+    labels = list(dict.fromkeys(results.row(m, st) for p in panels for m, st in p[2]))
+    styles = _styles(labels, controls)
+    inches = _inches(width)
+    fig, axes = _subplots(len(panels), inches, 2.3)
+    handles = {}
+    for ax, (title, ylabel, curves, centred) in zip(axes.flat, panels):
+        for (model, setting), series in curves.items():
+            label = results.row(model, setting)
+            ax.plot(series.index, series.values, label=label + (" (raw)" if centred else ""), markersize=4,
+                    linewidth=1.2, **styles[label])
+            if centred and (model, setting) in centred:
+                other = centred[(model, setting)]
+                ax.plot(other.index, other.values, label=f"{label} (centred)", color=styles[label]["color"],
+                        marker=styles[label]["marker"], markersize=4, linewidth=1.2, markerfacecolor="white",
+                        linestyle=":" if label not in controls else "-.")
+        if langid and curves is langid:
+            chance = neutral[neutral["metric"] == "langid_chance"]["value"]
+            if len(chance):
+                ax.axhline(float(chance.iloc[0]), color="grey", linestyle=":", linewidth=0.9, label="chance")
+        ax.set_title(title)
+        ax.set_xlabel(_wrap("layer (hidden_states index; 0 = embeddings)", inches / axes.shape[1]))
+        ax.set_ylabel(_wrap(ylabel, 2.0))
+        ax.grid(True, alpha=0.3)
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    _legend(fig, list(handles.values()), list(handles), inches)
+    return fig
+
+
 def plot(results: Results, kind: str, out: str | Path, width: str | float = "column") -> list[Path]:
     """Draw ``kind`` at ``width`` (column | page | inches) and write ``<out>.png`` and ``<out>.pdf`` (a suffix on
     ``out`` is dropped), both exactly that wide."""
     makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation,
-              "tokenizer": plot_tokenizer}
+              "tokenizer": plot_tokenizer, "neutrality": plot_neutrality}
     if kind not in makers:
         raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
     fig = makers[kind](results, width)
