@@ -228,6 +228,12 @@ class Store:
         self.written += 1
         return path
 
+    def outcomes_of(self, unit: Unit):
+        """The per-example outcomes stored with ``unit`` (``xeval.outcomes``), or None."""
+        from xeval.outcomes import read_outcomes
+
+        return read_outcomes(self.path(unit))
+
     def records(self, **where) -> Iterator[Record]:
         """All stored records, optionally filtered on unit fields, e.g. ``records(task="udpos", seed=1)``.
 

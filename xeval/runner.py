@@ -374,6 +374,7 @@ class MemoryStore:
         from xeval.results import Store
 
         self.records: dict = {}
+        self.kept_outcomes: dict = {}
         self.written = 0
         self.overwrite = False
         self._paths = Store(tempfile.mkdtemp(prefix="xeval-memory-"))  # only path() is used: prediction files
@@ -391,7 +392,11 @@ class MemoryStore:
 
     def put(self, record, outcomes=None) -> None:
         self.records[record.unit] = record
+        self.kept_outcomes[record.unit] = outcomes
         self.written += 1
+
+    def outcomes_of(self, unit):
+        return self.kept_outcomes.get(unit)
 
 
 # ----------------------------------------------------------------------------------------------------- summary

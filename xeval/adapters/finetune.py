@@ -267,16 +267,21 @@ def _prediction_path(ctx, unit: Unit, suffix: str) -> Path:
 
 def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
     """XTREME's submission layout: ``<dir>/<task>/test-<lang>.<tsv|json>`` (``<dir>/s<seed>/...`` when a run has
-    several seeds). ``export_labels`` writes the gold of exactly the evaluated examples in the same layout, so a
-    subsampled run can be re-scored with ``xeval score``."""
+    several seeds; ``<split>-<lang>`` for a language scored on another split, see ``xeval.exports``), with a
+    ``.jsonl`` sidecar of id, gold, prediction and correct per example. ``export_labels`` writes the gold of exactly
+    the evaluated examples in the same layout, so a subsampled run can be re-scored with ``xeval score``."""
+    from xeval.exports import export_name, write_sidecar
+
     several = len(ctx.seeds) > 1
     for lang in langs:
         unit = units[lang]
-        rel = Path(f"s{unit.seed}" if several else "") / _slug(card.name) / f"test-{_slug(lang)}.{family.suffix}"
+        rel = Path(f"s{unit.seed}" if several else "") / _slug(card.name) / export_name(unit.split, lang,
+                                                                                       family.suffix)
         if ctx.export_dir:
             source = _prediction_path(ctx, unit, family.suffix)
             if source.is_file():
                 write_text(Path(ctx.export_dir) / rel, source.read_text(encoding="utf-8"))
+                write_sidecar(Path(ctx.export_dir) / rel, ctx.store.outcomes_of(unit))
         if ctx.options.get("export_labels"):
             examples = load(card, lang, unit.split, ctx)
             if recipe.max_eval:

@@ -183,6 +183,7 @@ class LayerResult:
     metrics: dict[str, float]
     n_examples: int
     files: dict[str, str] = field(default_factory=dict)  # prediction files: name -> text, under <export>/<task>/
+    gold_files: dict[str, str] = field(default_factory=dict)  # the same layout's gold, for --export-labels
     extra: dict = field(default_factory=dict)
     outcomes: object = None  # per-example outcomes (xeval.outcomes.Outcomes), stored beside the record
 
@@ -219,7 +220,10 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     the reported layer (``xeval.adapters.sweep.choose_layers``), its predictions are not exported.
 
     Prediction files go to ``<export>/<task>/`` when one layer is probed, else to ``<export>/layer-<k>/<task>/``
-    (each folder a complete submission layout of its own) and the chosen layer's also to ``<export>/<task>/``.
+    (each folder a complete submission layout of its own) and the chosen layer's also to ``<export>/<task>/``,
+    with the ``.jsonl`` sidecar of ``xeval.exports``; gold files (``--export-labels``) to ``<labels>/<task>/``. Both
+    are kept in the store beside the record too, so a resumed run exports its stored units as well as the new ones
+    (as fine-tuning does).
     """
     layers = probe_layers(card, ctx)
     config = {**config, "default_layer": default_layer(card, ctx)}
@@ -233,6 +237,9 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
             chash = unit_hash(card, lang, split, ctx, config)
             found, todo = pending(card, lang, split, ctx, layers, chash)
             records.extend(found)
+            if split != select:  # the selection split's predictions are not exported
+                for rec in found:
+                    _export(ctx, rec.unit, len(layers), folder)
             if not todo:
                 continue
             start = time.perf_counter()
@@ -242,12 +249,12 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
             results = list(evaluate(lang, examples, todo))
             each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
             for res in results:
-                if ctx.export_dir is not None and split != select:
-                    root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{res.layer}"
-                    for name, text in res.files.items():
-                        write_text(root / folder / _slug(name), text)  # never outside the export folder
-                records.append(make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used,
-                                           each, res.extra, res.outcomes, config_hash=chash))
+                record = make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used, each,
+                                     res.extra, res.outcomes, config_hash=chash)
+                _keep_files(ctx, record.unit, res)
+                if split != select:
+                    _export(ctx, record.unit, len(layers), folder)
+                records.append(record)
     if ctx.export_dir is not None and len(layers) > 1:
         export_chosen_layer(records, Path(ctx.export_dir), folder)
     return records
@@ -264,6 +271,40 @@ def export_chosen_layer(records: list, export: Path, folder: str) -> None:
     if source.is_dir():
         for path in sorted(source.iterdir()):
             write_text(export / folder / path.name, path.read_text(encoding="utf-8"))
+
+
+def _kept(ctx, unit) -> Path:
+    """Where a unit's prediction (and gold) files are kept in the store: beside its record."""
+    return ctx.store.path(unit).parent / "predictions" / Path(ctx.store.path(unit).name).stem
+
+
+def _keep_files(ctx, unit, res: LayerResult) -> None:
+    for folder, files in ((_kept(ctx, unit), res.files), (_kept(ctx, unit) / "gold", res.gold_files)):
+        for name, text in files.items():
+            write_text(folder / _slug(name), text)
+
+
+def _export(ctx, unit, n_layers: int, folder: str) -> None:
+    """Copy a unit's kept files into ``--export-predictions`` (with the sidecar) and ``--export-labels``, named
+    after the split they hold (``xeval.exports``)."""
+    from xeval.exports import renamed_for_split, write_sidecar
+
+    labels = (ctx.options or {}).get("export_labels")
+    if ctx.export_dir is None and not labels:
+        return
+    kept = _kept(ctx, unit)
+    if ctx.export_dir is not None and kept.is_dir():
+        root = Path(ctx.export_dir) if n_layers == 1 else Path(ctx.export_dir) / f"layer-{unit.layer}"
+        files = sorted(p for p in kept.iterdir() if p.is_file())
+        for i, path in enumerate(files):
+            target = root / folder / renamed_for_split(path.name, unit.split)  # never outside the export folder
+            write_text(target, path.read_text(encoding="utf-8"))
+            if i == 0:
+                write_sidecar(target, ctx.store.outcomes_of(unit))
+    if labels and (kept / "gold").is_dir():
+        for path in sorted(p for p in (kept / "gold").iterdir() if p.is_file()):
+            write_text(Path(labels) / folder / renamed_for_split(path.name, unit.split),
+                       path.read_text(encoding="utf-8"))
 
 
 def load_examples(card, lang: str, split: str, ctx) -> list:

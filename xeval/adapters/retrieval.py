@@ -168,8 +168,10 @@ def run(card, langs, ctx) -> list:
             # XTREME's submission file: one predicted xx line index (0-based) per English line
             tsv = "".join(f"{int(p)}\n" for p in got.en2xx)
             if known:
+                # the gold of that file: English line i's translation is xx line i (aligned pairs)
+                gold = "".join(f"{i}\n" for i in range(len(pairs)))
                 yield probes.LayerResult(got.layer, got.metrics, len(pairs), files={f"test-{lang}.tsv": tsv},
-                                         outcomes=got.outcomes)
+                                         gold_files={f"test-{lang}.tsv": gold}, outcomes=got.outcomes)
             else:  # XTREME's download: the English side is sorted, the gold order unknown
                 yield probes.LayerResult(got.layer, {}, len(pairs), files={f"test-{lang}.tsv": tsv},
                                          extra=unscored.extra("the English side is sorted (XTREME's "

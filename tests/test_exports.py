@@ -1,0 +1,76 @@
+"""Exports (issue 17, item 6): the .jsonl sidecar (id, gold, prediction, correct), a dev split exported under its
+own name, --export-labels with Tatoeba's gold, probes re-exporting stored units on resume."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.helpers_transfer import tiny_model
+from xeval.cli import main
+from xeval.exports import export_name, renamed_for_split
+from xeval.results import Store
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_names_follow_the_split():
+    assert export_name("test", "de", "tsv") == "test-de.tsv"
+    assert export_name("dev", "de", "json") == "dev-de.json"
+    assert renamed_for_split("test-de.tsv", "dev") == "dev-de.tsv"
+    assert renamed_for_split("test-de.tsv", "test") == "test-de.tsv"
+    assert renamed_for_split("ro-en.ot-emd.out", "dev") == "ro-en.ot-emd.out"
+
+
+def test_tatoeba_export_labels_sidecar_rescore_and_reexport_on_resume(data_root, tmp_path, capsys):
+    model = tiny_model(data_root)
+    export, labels, out = tmp_path / "export", tmp_path / "labels", tmp_path / "runs"
+    argv = ["run", "--model", str(model), "--suite", "probes", "--tasks", "tatoeba", "--langs", "de,fr",
+            "--data", str(data_root), "--out", str(out), "--layers", "1", "--max-eval", "60", "--threads", "1",
+            "--export-predictions", str(export), "--export-labels", str(labels)]
+    assert main(argv) == 0
+    records = {r.unit.lang: r for r in Store(out).records()}
+    for lang in ("de", "fr"):
+        gold = (labels / "tatoeba" / f"test-{lang}.tsv").read_text().splitlines()
+        assert gold == [str(i) for i in range(60)]  # English line i's translation is line i
+        rows = _jsonl(export / "tatoeba" / f"test-{lang}.jsonl")
+        predictions = (export / "tatoeba" / f"test-{lang}.tsv").read_text().splitlines()
+        assert [r["id"] for r in rows] == [str(i) for i in range(60)]
+        assert [str(r["prediction"]) for r in rows] == predictions and [r["gold"] for r in rows] == list(range(60))
+        assert all(r["correct"] == (r["prediction"] == r["gold"]) for r in rows)
+        assert 100 * sum(r["correct"] for r in rows) / 60 == pytest.approx(records[lang].metrics["accuracy"])
+    capsys.readouterr()
+    # the exported files re-score to the stored numbers through xeval score
+    assert main(["score", "--predictions", str(export), "--labels", str(labels), "--partial", "--out",
+                 str(tmp_path / "s.json")]) == 0
+    scored = json.loads((tmp_path / "s.json").read_text())["tatoeba"]
+    assert scored["accuracy"]["de"] == pytest.approx(records["de"].metrics["accuracy"])
+    # resume: nothing computed, everything exported again
+    shutil.rmtree(export)
+    shutil.rmtree(labels)
+    assert main(argv) == 0
+    assert "0 units computed, 2 reused" in capsys.readouterr().out
+    for lang in ("de", "fr"):
+        assert (export / "tatoeba" / f"test-{lang}.tsv").is_file()
+        assert (export / "tatoeba" / f"test-{lang}.jsonl").is_file()
+        assert (labels / "tatoeba" / f"test-{lang}.tsv").is_file()
+
+
+def test_a_dev_split_is_exported_as_dev_with_its_sidecar(data_root, tmp_path):
+    model = tiny_model(data_root)
+    export, out = tmp_path / "export", tmp_path / "runs"
+    assert main(["run", "--model", str(model), "--suite", "xtreme-mini", "--tasks", "xnli", "--langs", "en,de",
+                 "--data", str(data_root), "--out", str(out), "--max-train", "32", "--max-dev", "8", "--max-eval",
+                 "16", "--epochs", "1", "--batch-size", "16", "--threads", "1",
+                 "--export-predictions", str(export)]) == 0
+    records = {r.unit.lang: r for r in Store(out).records()}
+    for lang, rec in records.items():
+        assert rec.unit.split == "dev"  # xtreme-mini scores XNLI on dev
+        assert not (export / "xnli" / f"test-{lang}.tsv").exists()
+        predictions = (export / "xnli" / f"dev-{lang}.tsv").read_text().splitlines()
+        rows = _jsonl(export / "xnli" / f"dev-{lang}.jsonl")
+        assert [r["prediction"] for r in rows] == predictions and len(rows) == 16
+        assert all(r["correct"] == (r["gold"] == r["prediction"]) for r in rows)
+        assert 100 * sum(r["correct"] for r in rows) / 16 == pytest.approx(rec.metrics["accuracy"])
