@@ -253,6 +253,7 @@ ARG_CASES = {
     "--out a file": (["--out", "a-file"], "--out expects a folder"),
     "--export-predictions a file": (["--export-predictions", "a-file"], "--export-predictions expects a folder"),
     "--out under a file": (["--out", "a-file/runs"], "which is a file"),
+    "--plot under a file": (["--plot", "a-file/sweep"], "--plot lies under"),
 }
 
 
@@ -589,3 +590,19 @@ def test_resume_of_a_state_saved_before_a_new_config_key_is_not_a_change(interru
     assert cli.main(["pretrain", "--config", str(config), "--out", str(out), "--resume",
                      "--set", "train.stop_after=null"]) == 0, capfd.readouterr().err
     capfd.readouterr()
+
+
+@pytest.mark.parametrize("argv", [
+    ["pretrain", "--config", "mlm", "--size", "micro", "--steps", "1", "--out", "a-file"],
+    ["tokenizer", "train", "--corpus", ".", "--out", "a-file"],
+    ["quickstart", "--out", "a-file"],
+    ["score", "--predictions", ".", "--labels", ".", "--out", "a-folder"],
+])
+def test_other_verbs_check_their_output_first(tmp_path, monkeypatch, capfd, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "a-folder").mkdir()
+    before = snapshot(tmp_path)
+    error = one_error(capfd, argv)
+    assert "--out expects a" in error and argv[-1] in error, error
+    assert snapshot(tmp_path) == before

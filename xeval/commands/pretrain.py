@@ -28,8 +28,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from xeval.atomic import check_output
     from xeval.engine.config import load_config
     from xeval.engine.train import pretrain
+
+    check_output(args.out, "--out", folder=True)
 
     overrides = list(args.set)
     if args.steps is not None:

@@ -31,7 +31,10 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import torch
 
+    from xeval.atomic import check_output
     from xeval.quickstart import Options, quickstart
+
+    check_output(args.out, "--out", folder=True)
 
     try:
         overlap = tuple(float(x) for x in _list(args.overlap))

@@ -83,6 +83,11 @@ def run(args) -> int:
         raise UserError(f"--control-seed: expected an integer in 0..2**63-1, found {args.control_seed}")
     if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
+    if args.plot:  # the figure is drawn after every unit ran: its place is checked first
+        from xeval.atomic import check_output
+
+        for suffix in (".png", ".pdf"):
+            check_output(args.plot + suffix, "--plot", folder=False)
     recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
               if getattr(args, f"recipe_{name}") is not None}
     for item in args.set:

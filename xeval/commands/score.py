@@ -35,8 +35,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from xeval.atomic import write_json
+    from xeval.atomic import check_output, write_json
     from xeval.scoring import format_report, score_submission
+
+    if args.out is not None:
+        check_output(args.out, "--out", folder=False)
 
     report = score_submission(args.predictions, args.labels, args.benchmark, partial=args.partial)
     for line in report.warnings:

@@ -36,7 +36,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from xeval.atomic import check_output
     from xeval.engine.tokenizer import build_tokenizer
+
+    check_output(args.out, "--out", folder=True)
 
     build_tokenizer(args.corpus, args.out, vocab_size=args.vocab_size, model=args.model,
                     sample_lines=args.sample_lines, alpha=args.alpha, max_lines=args.max_lines,
