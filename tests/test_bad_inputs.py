@@ -597,6 +597,7 @@ def test_resume_of_a_state_saved_before_a_new_config_key_is_not_a_change(interru
     ["tokenizer", "train", "--corpus", ".", "--out", "a-file"],
     ["quickstart", "--out", "a-file"],
     ["score", "--predictions", ".", "--labels", ".", "--out", "a-folder"],
+    ["report", ".", "--plot", "layers", "--figures", "a-file"],
 ])
 def test_other_verbs_check_their_output_first(tmp_path, monkeypatch, capfd, argv):
     monkeypatch.chdir(tmp_path)
@@ -604,5 +605,5 @@ def test_other_verbs_check_their_output_first(tmp_path, monkeypatch, capfd, argv
     (tmp_path / "a-folder").mkdir()
     before = snapshot(tmp_path)
     error = one_error(capfd, argv)
-    assert "--out expects a" in error and argv[-1] in error, error
+    assert re.search(r"--(out|figures) expects a", error) and argv[-1] in error, error
     assert snapshot(tmp_path) == before

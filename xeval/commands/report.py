@@ -71,6 +71,8 @@ def _layer(text: str):
 def run(args) -> int:
     if args.out:
         check_output(args.out, "--out", folder=False)
+    if args.plot and args.figures:
+        check_output(args.figures, "--figures", folder=True)
     records = load_records(args.runs)
     if args.format == "baseline":
         doc = baseline_document(records, model=args.model, sources=args.runs)
