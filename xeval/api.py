@@ -47,7 +47,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
         memory, or an ``xeval.encoders.Encoder``.
     tasks, langs: names (a list or a comma-separated string); default every task of the suite, each its own languages.
-    data: the data folder (``--data``); default ``$XEVAL_DATA``, else ``../shared/data``; ``"hub"`` for the hub.
+    data: the data folder (``--data``); default ``$XEVAL_DATA``, else a ``shared/data`` folder beside the working directory; ``"hub"`` for the hub.
     seeds: a count (3 = seeds 1, 2, 3) or a list of seeds (fine-tuning tasks; probes are deterministic, seed 0).
     layers: probes' hidden_states indices: ``"all"``, an int or a list; default each card's own.
     store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume).

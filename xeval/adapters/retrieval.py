@@ -1,6 +1,6 @@
 """Tatoeba sentence retrieval, every layer from one forward pass, and the retrieval core the other probes share.
 
-Conventions (DESIGN.md "Tatoeba", XTREME's ``third_party/evaluate_retrieval.py``):
+Conventions (docs/conventions.md "Probes", XTREME's ``third_party/evaluate_retrieval.py``):
 
 - a sentence vector is the mean of one layer's token states, over all tokens including the special ones (XTREME)
   or over word tokens only (``include_special: false``); the choice is recorded;

@@ -5,7 +5,7 @@ special tokens carry IGNORE_INDEX (no loss); a word's prediction is the argmax a
 
 Unlike XTREME (which truncates at ``max_seq_length`` and scores missing words as "O"), a sentence longer than
 the model's limit is split into consecutive windows of whole words and the windows' predictions are re-joined,
-so every word is predicted (DESIGN.md: "never truncated"). A single word with more subwords than a window holds
+so every word is predicted (docs/conventions.md: "never truncated"). A single word with more subwords than a window holds
 keeps only its first ``max_length - specials`` subwords, which still include the one that is labelled.
 
 Scores: XTREME's ``f1`` is seqeval's chunk F1 (for POS: runs of equal tags are chunks), plus ``precision``,

@@ -12,8 +12,8 @@ def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="data_verb", metavar="SUBVERB", required=True)
     check = sub.add_parser("check", help="read every file a suite needs and print a table of example counts")
     check.add_argument("--data", default=None, metavar="DIR|hub",
-                       help="data folder (XTREME download or ../shared/data layout), 'hub', or 'hub:DIR' "
-                            "(default: $XEVAL_DATA, else ../shared/data)")
+                       help="data folder (an XTREME download or the shared layout), 'hub', or 'hub:DIR' "
+                            "(default: $XEVAL_DATA, else a shared/data folder beside the working directory)")
     check.add_argument("--suite", default="xtreme-mini", metavar="NAME|FILE",
                        help="suite name or suite YAML file to check (default: xtreme-mini)")
     check.add_argument("--tasks", default=None, metavar="T1,T2", help="comma-separated subset of the suite's tasks")

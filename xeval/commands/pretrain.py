@@ -22,7 +22,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-seconds", type=float, metavar="S", help="stop on this wall-clock budget of the training loop, "
                         "the learning rate decaying over it (overrides train.max_seconds; not bit-reproducible)")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help="the corpora's folder: the shared data root (default: $XEVAL_DATA or "
-                        "../shared/data), or a synthetic world for data.layout synthetic (--config quickstart)")  # fmt: skip
+                        "a shared/data folder beside the working directory), or a synthetic world for data.layout synthetic (--config quickstart)")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value, e.g. --set train.lr=1e-3 (repeatable)")  # fmt: skip
 

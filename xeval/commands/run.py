@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tasks", metavar="T1,T2", help="comma-separated tasks of the suite (default: all)")
     parser.add_argument("--langs", metavar="L1,L2", help="comma-separated languages (default: each task's own)")
     parser.add_argument("--seeds", default="1", metavar="N|S1,S2", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")
-    parser.add_argument("--data", metavar="DIR|hub", help="data folder (XTREME download or ../shared/data layout), or 'hub'")
+    parser.add_argument("--data", metavar="DIR|hub", help="data folder (an XTREME download or the shared layout, README 'Data'), or 'hub'")
     parser.add_argument("--out", default="runs", metavar="DIR", help="result store folder (default: runs)")
     parser.add_argument("--export-predictions", metavar="DIR",
                         help="write XTREME's submission layout <DIR>/<task>/test-<lang>.tsv|json")

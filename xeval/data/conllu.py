@@ -1,6 +1,6 @@
 """CoNLL-U (Universal Dependencies) → word/UPOS sentences, by default exactly as XTREME's ``udpos`` files have them.
 
-What XTREME's udpos files hold (checked against ``../shared/data``: every sentence of the 16 UD v2.5 dev/test files
+What XTREME's udpos files hold (checked against the shared data layout: every sentence of the 16 UD v2.5 dev/test files
 there — German, Spanish, French, Hebrew, Turkish, Finnish, … — equals its sentence in ``udpos_xtreme``):
 
 - A multi-word token (``4-5 im`` over ``4 in ADP``, ``5 dem DET``) is kept as ONE word with its fused surface form.

@@ -3,7 +3,7 @@
 Every question comes with all its answers (text + ``answer_start``; -1 when a file gives no start). A start that
 does not point at its answer text (``context[start:start+len(text)] != text``) is handled by ``on_mismatch``:
 "warn" (default: keep the answer as given and warn once per file with the count), "error", or "ignore". The
-official files in ``../shared/data`` (XQuAD 12 languages, MLQA dev, TyDiQA-GoldP dev + train, SQuAD v1.1 dev)
+official files of the shared data layout (XQuAD 12 languages, MLQA dev, TyDiQA-GoldP dev + train, SQuAD v1.1 dev)
 have no mismatch at all; the default only keeps a file we have not seen from stopping a whole evaluation, since
 the official scorers compare answer texts and never use the start.
 

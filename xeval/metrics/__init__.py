@@ -1,4 +1,4 @@
-"""Faithful re-implementations of the metrics XTREME reports (see DESIGN.md "Conventions that decide numbers").
+"""Faithful re-implementations of the metrics XTREME reports (docs/conventions.md).
 
 One small module per metric; every public function has doctest examples that run as tests
 (``tests/test_metrics_doctests.py``). Scores are percentages (0-100), as XTREME prints them.

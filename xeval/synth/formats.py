@@ -1,4 +1,4 @@
-"""Serialise examples into the byte formats of the real data in ../shared/data, so the same readers load both.
+"""Serialise examples into the byte formats of the real data (the shared layout), so the same readers load both.
 
 Every function returns bytes, so a world is hashed and written atomically in one place, and nothing here
 depends on time, locale or hash order (gzip is written with mtime 0 and no file name).
