@@ -148,7 +148,7 @@ MISSING_MODEL = "/nonexistent/model"  # never reached: each error below comes be
      "--set warmup_ratoi: unknown option (did you mean 'warmup_ratio'"),
     (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "warmup_ratio=0.1"],
      "--set warmup_ratio: none of the selected tasks (tatoeba) reads this option"),
-    (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "pooling=max"], "pooling must be 'mean' or 'cls'"),
+    (["--suite", "xtreme-mini", "--tasks", "tatoeba", "--set", "pooling=max"], "pooling must be 'mean', 'cls' or 'model'"),
     (["--suite", "xtreme-mini", "--tasks", "xnil"], "has no task xnil (did you mean 'xnli'?)"),
     (["--suite", "xtreme-mini", "--tasks", "xnli", "--langs", "en,dee"], "--langs dee: no selected task"),
     (["--suite", "xtrme"], "unknown suite 'xtrme' (did you mean 'xtreme'"),

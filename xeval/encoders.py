@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ from xeval import console
 from xeval.controls import CONTROL_RANDOM_INIT
 from xeval.errors import UserError
 from xeval.provenance import hash_files, hash_json
+from xeval.sentence_modules import read_pipeline
 
 
 @dataclass
@@ -90,6 +91,40 @@ def identity_files(folder: Path) -> list[Path]:
     for name in TOKENIZER_FILES + SENTENCE_TRANSFORMERS_FILES:
         out += [p for p in sorted(folder.glob(name)) if p not in out]
     return out
+
+
+def _hub_sentence_folder(repo: str, revision: str | None) -> Path | None:
+    """The hub repository's sentence-transformers files (``modules.json`` and the module configs, Dense weights),
+    fetched into the hub cache (or found there offline); None when the repository has none or the hub is out of
+    reach. transformers itself never downloads them."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        return None
+
+    def fetch(name: str) -> Path | None:
+        try:
+            return Path(hf_hub_download(repo, name, revision=revision))
+        except Exception:  # noqa: BLE001 - absent file, no network, no cache: the bare backbone it is
+            return None
+
+    modules = fetch("modules.json")
+    if modules is None:
+        return None
+    import json
+
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    fetch("sentence_bert_config.json")
+    for entry in entries if isinstance(entries, list) else []:
+        path = str(entry.get("path", "")).strip("/")
+        if path:
+            fetch(f"{path}/config.json")
+            if str(entry.get("type", "")).endswith("Dense"):
+                fetch(f"{path}/model.safetensors")
+    return modules.parent  # the snapshot folder the files were cached in
 
 
 def _import_engine() -> None:
@@ -165,6 +200,13 @@ class Encoder:
         self._hash: str | None = None
         self.control: dict | None = None  # set on a control copy (``random_init``): what it controls for
         self.label: str | None = None  # ``xeval run --name TAG``: the name in the model key (default: the folder's)
+        # a sentence-transformers folder's own pooling (modules.json), used by the sentence probes
+        folder = local if self.is_local else _hub_sentence_folder(self.spec, revision)
+        self.sentence_pipeline = read_pipeline(folder, self.hidden_size) if folder is not None else None
+        if self.sentence_pipeline is not None and self.sentence_pipeline.ignored:
+            console.log.warning(f"{self.spec}: sentence-transformers modules not honoured: "
+                                f"{'; '.join(self.sentence_pipeline.ignored)} (the sentence probes apply the rest: "
+                                f"{self.sentence_pipeline.describe()})")
 
     @classmethod
     def from_objects(cls, model: torch.nn.Module, tokenizer, name: str | None = None,
@@ -189,6 +231,7 @@ class Encoder:
         self._hash = state_hash(backbone, backbone.config, tokenizer)
         self.control = None
         self.label = None
+        self.sentence_pipeline = None
         return self
 
     @classmethod
@@ -217,6 +260,9 @@ class Encoder:
         self.kind, self.num_layers, self.hidden_size = parent.kind, parent.num_layers, parent.hidden_size
         self.max_length = parent.max_length
         self.label = parent.label
+        # the same pooling; a Dense layer's trained weights are no part of a random-init control
+        pipeline = parent.sentence_pipeline
+        self.sentence_pipeline = None if pipeline is None else replace(pipeline, dense=[])
         self._hash = weights_hash
         self.control = {"control": CONTROL_RANDOM_INIT, "control_seed": int(seed), "parent": {
             "key": parent.key, "id": parent.spec, "hash": parent.weights_hash}}
@@ -338,11 +384,18 @@ class Encoder:
         """Pooled sentence vectors of several layers from ONE forward pass per batch.
 
         Returns float32 [len(layers), N, H] in the order of ``texts`` (batches are length-sorted internally).
-        pooling: "mean" (XTREME's Tatoeba/BUCC choice) or "cls". include_special: mean over all tokens including
-        <s>/</s> (XTREME) or over word tokens only.
+        pooling: "mean" (XTREME's Tatoeba/BUCC choice), "cls", or "model": as a sentence-transformers folder's
+        modules say (``xeval.sentence_modules``; Dense and Normalize on the last layer). include_special: mean over
+        all tokens including <s>/</s> (XTREME) or over word tokens only (not for "model", which pools as the
+        folder says).
         """
-        if pooling not in {"mean", "cls"}:
-            raise UserError(f"unknown pooling {pooling!r}; expected 'mean' or 'cls'")
+        if pooling not in {"mean", "cls", "model"}:
+            raise UserError(f"unknown pooling {pooling!r}; expected 'mean', 'cls' or 'model'")
+        pipeline = self.sentence_pipeline if pooling == "model" else None
+        if pooling == "model" and pipeline is None:
+            raise UserError(f"{self.spec}: pooling 'model' needs a sentence-transformers folder (modules.json)")
+        if pipeline is not None and pipeline.do_lower_case:
+            texts = [t.lower() for t in texts]
         layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
         for layer in layers:
             if not 0 <= layer <= self.num_layers:
@@ -367,7 +420,9 @@ class Encoder:
                 mask = mask * (1 - enc["special_tokens_mask"].to(self.device).float())
             for row, layer in enumerate(layers):
                 h = states[layer].float()  # [B, T, H]
-                if pooling == "cls":
+                if pipeline is not None:
+                    pooled = pipeline.pool(h, enc["attention_mask"].to(self.device), last=layer == self.num_layers)
+                elif pooling == "cls":
                     pooled = h[:, 0]
                 else:
                     pooled = (h * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)

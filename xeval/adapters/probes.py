@@ -79,9 +79,14 @@ def _card_default(recipe: dict, n: int):
 
 
 def max_length(options: dict, encoder) -> int:
-    """The option's max length, never above what the model can take."""
+    """The option's max length, never above what the model can take (nor, pooling as a sentence-transformers
+    folder says, above its ``max_seq_length``)."""
     limit = options.get("max_length")
-    return encoder.max_length if not limit else min(int(limit), encoder.max_length)
+    cap = encoder.max_length
+    pipeline = getattr(encoder, "sentence_pipeline", None)
+    if options.get("pooling") == "model" and pipeline is not None and pipeline.max_seq_length:
+        cap = min(cap, int(pipeline.max_seq_length))
+    return cap if not limit else min(int(limit), cap)
 
 
 def probe_options(card, ctx, extra: dict | None = None) -> dict:
@@ -98,8 +103,13 @@ def probe_options(card, ctx, extra: dict | None = None) -> dict:
         out.update({k: v for k, v in source.items() if k in defaults and v is not None})
     for key, default in defaults.items():
         out[key] = _as_type(key, out[key], default, card.name)
-    if out["pooling"] not in {"mean", "cls"}:
-        raise ConfigError(f"{card.name}: pooling must be 'mean' or 'cls', found {out['pooling']!r}")
+    # a sentence-transformers folder pools as its modules say unless the command line names a pooling
+    asked = any("pooling" in (source or {}) for source in (given.get("recipe"), given))
+    if getattr(getattr(ctx, "encoder", None), "sentence_pipeline", None) is not None and not asked:
+        out["pooling"] = "model"
+    if out["pooling"] not in {"mean", "cls", "model"}:
+        raise ConfigError(f"{card.name}: pooling must be 'mean', 'cls' or 'model' (a sentence-transformers "
+                          f"folder's own), found {out['pooling']!r}")
     return out
 
 
@@ -226,6 +236,8 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     (as fine-tuning does).
     """
     layers = probe_layers(card, ctx)
+    if config.get("pooling") == "model":  # what "model" pooling is for this folder (recorded, and in the hash)
+        config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
     config = {**config, "default_layer": default_layer(card, ctx)}
     folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
     limit = (ctx.options or {}).get("max_eval")
