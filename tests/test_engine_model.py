@@ -171,7 +171,7 @@ def test_export_verb_writes_a_stock_bert_with_the_same_hidden_states(tmp_path, c
     torch.manual_seed(0)
     model = XevalModel(tiny_config(hidden_act="gelu_new")).eval()
     model.save_pretrained(tmp_path / "ckpt")
-    assert main(["export", "--to", "bert", str(tmp_path / "ckpt"), str(tmp_path / "bert")]) == 0
+    assert main(["export", "--to", "bert", str(tmp_path / "ckpt"), "--out", str(tmp_path / "bert")]) == 0
     bert = AutoModel.from_pretrained(tmp_path / "bert", output_hidden_states=True).eval()
     assert type(bert) is BertModel
     ids = torch.randint(4, 100, (3, 11))
@@ -186,7 +186,7 @@ def test_export_verb_writes_a_stock_bert_with_the_same_hidden_states(tmp_path, c
     # an architecture BERT cannot reproduce: one line naming the option, nothing written
     XevalModel(tiny_config(pre_norm=True)).save_pretrained(tmp_path / "preln")
     capsys.readouterr()
-    assert main(["export", "--to", "bert", str(tmp_path / "preln"), str(tmp_path / "bert2")]) == 2
+    assert main(["export", "--to", "bert", str(tmp_path / "preln"), "--out", str(tmp_path / "bert2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pre_norm: true (BERT is post-LN)" in err[0], err
     assert not (tmp_path / "bert2").exists() and not (tmp_path / "bert2.partial").exists()
