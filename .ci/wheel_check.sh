@@ -17,6 +17,18 @@ unset PYTHONPATH XEVAL_TASKS
 
 $PY -m pip wheel -q --no-deps --no-build-isolation "$REPO" -w "$OUT/dist"
 rm -rf "$REPO/build"   # setuptools' scratch folder; keep the checkout as it was
+# Every data file of the package (cards, suites, presets, tables) is in the wheel: package-data lists them by pattern.
+$PY - "$REPO" "$OUT"/dist/xeval-*.whl <<'PY'
+import sys, zipfile
+from pathlib import Path
+repo, wheel = Path(sys.argv[1]), sys.argv[2]
+shipped = set(zipfile.ZipFile(wheel).namelist())
+data = [p.relative_to(repo).as_posix() for p in (repo / "xeval").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+missing = sorted(set(data) - shipped)
+if missing:
+    sys.exit(f"wheel-check: package data missing from the wheel (add it to [tool.setuptools.package-data]): {missing}")
+PY
 $PY -m venv "$OUT/venv"
 $PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
     "$("$OUT/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/ci-deps.pth"
