@@ -159,3 +159,29 @@ def test_bad_options_fail_before_loading_with_the_closest_names(extra, expected,
     err = capfd.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and expected in err, err
     assert MISSING_MODEL not in err and not (tmp_path / "runs").exists()
+
+
+def test_one_record_per_cell_never_drops_one_without_a_word(monkeypatch):
+    import dataclasses
+
+    from tests.report_records import rec
+    from xeval.report import frame
+
+    said = []
+    monkeypatch.setattr(frame.log, "warning", said.append)
+    old = rec("m@1", "xnli", "de", {"accuracy": 60.0})
+    old.provenance = {"timestamp": "2026-01-01T00:00:00.000+00:00"}
+    new = dataclasses.replace(old, unit=dataclasses.replace(old.unit, config_hash="fedcba987654"),
+                              metrics={"accuracy": 70.0}, provenance={"timestamp": "2026-01-02T00:00:00.000+00:00"})
+    other = rec("m@1", "xnli", "fr", {"accuracy": 50.0})
+    # the newer config is shown whatever the order, and the one left out is named
+    for given in ([old, new, other], [new, old, other]):
+        said.clear()
+        kept = frame.one_per_cell(given)
+        assert sorted((r.unit.lang, r.metrics["accuracy"]) for r in kept) == [("de", 70.0), ("fr", 50.0)]
+        assert len(said) == 1 and "config fedcba987654" in said[0] and f"over config {old.unit.config_hash}" in said[0]
+    # one run listed twice: counted once, silently; the same unit with other numbers: said
+    said.clear()
+    assert frame.one_per_cell([old, old]) == [old] and not said
+    assert len(frame.one_per_cell([old, dataclasses.replace(old, metrics={"accuracy": 1.0})])) == 1
+    assert "same config but other numbers" in said[0]

@@ -36,7 +36,7 @@ import glob
 import hashlib
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from xeval import provenance
@@ -70,8 +70,9 @@ class Unit:
         return f"{self.stem()}{config}.json"
 
     def cell(self) -> tuple:
-        """The unit without its config hash: what a table cell (per seed) shows."""
-        return (self.model, self.task, self.lang, self.split, self.setting, self.layer, self.seed)
+        """The unit without its config hash: what a table cell (per seed) shows. Every other field counts, so a
+        field added to the unit later separates cells too."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "config_hash")
 
 
 @dataclass

@@ -128,7 +128,7 @@ def one_per_cell(records: Iterable[Record]) -> list[Record]:
         log.warning(f"report: {len(differing)} unit(s) appear twice with the same config but other numbers "
                     f"(e.g. {' '.join(map(str, first[1:4]))} of {first[0]}); the last given is shown")
     if dropped:
-        (model, task, lang, split, *_), newest, others = dropped[0]
+        (model, task, lang, split, *_), newest, others = dropped[0]  # Unit's first fields (Unit.cell)
         other = ", ".join(f"config {r.unit.config_hash or 'none'} of {(r.provenance or {}).get('timestamp', '?')}"
                           for r in others)
         log.warning(f"report: {len(dropped)} cell(s) hold records of several configs; the newest of each is shown "
