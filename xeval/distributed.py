@@ -146,7 +146,7 @@ def work_items(chosen, seeds: list[int], setting: str, models: list[str], fine_t
                 items.append(WorkItem(model, card, tuple(langs), tuple(seeds), False))
             elif not trains:
                 items += [WorkItem(model, card, (lang,), tuple(seeds), False) for lang in langs]
-            elif setting == "zero-shot":
+            elif setting in ("zero-shot", "few-shot"):  # one English model per seed for every language
                 items += [WorkItem(model, card, tuple(langs), (seed,), True) for seed in seeds]
             else:
                 items += [WorkItem(model, card, (lang,), (seed,), True) for seed in seeds for lang in langs]

@@ -29,7 +29,9 @@ from xeval.provenance import hash_json
 METRIC_VERSION = 1
 
 # Run-wide options that decide no number: where predictions, gold files and caches go.
-NOT_DECIDING = frozenset({"recipe", "export_labels", "export_predictions", "cache_dir", "threads"})
+# "shots": the list of --shots counts; each few-shot unit hashes its own k (xeval/adapters/fewshot.py), so adding a
+# count to the list reuses the units already stored.
+NOT_DECIDING = frozenset({"recipe", "export_labels", "export_predictions", "cache_dir", "threads", "shots"})
 
 HASH_LENGTH = 12
 

@@ -168,7 +168,7 @@ def check_files(chosen, data, setting: str = "zero-shot") -> tuple[list, list[st
 
     runnable, notes, lost_train = [], [], {}
     for card, langs in chosen:
-        if card.train and setting == "zero-shot":
+        if card.train and setting in ("zero-shot", "few-shot"):
             err = missing(card, card.train["lang"], card.train["split"])
             if err is not None:
                 lost_train.setdefault(err.path, []).append(card.name)

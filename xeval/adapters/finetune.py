@@ -27,7 +27,7 @@ from xeval.atomic import write_text
 from xeval.errors import ConfigError
 from xeval.results import Record, Unit, _slug, stamp
 
-SETTINGS = ("zero-shot", "translate-train")
+SETTINGS = ("zero-shot", "translate-train", "few-shot")
 TRANSLATE_SPLIT = "translate-train"  # the split a card names for translated training data (per target language)
 
 
@@ -126,6 +126,10 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
     # by xeval.options before the model loaded)
     overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items() if k.replace("-", "_") in RECIPE_FIELDS}
     recipe = Recipe.build(family_cls.defaults, card.recipe, overrides)
+    if setting == "few-shot":  # English fine-tuning, then k target-language examples (xeval/adapters/fewshot.py)
+        from xeval.adapters import fewshot
+
+        return fewshot.run(card, langs, ctx, family_cls, recipe)
     records: list[Record] = []
     for seed in ctx.seeds:
         # zero-shot: one model per seed for all languages; translate-train: one per seed and target language
@@ -224,7 +228,8 @@ def _pad_id(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
 
-def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev, train_source, ctx) -> Record:
+def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev, train_source, ctx,
+              extra_config: dict | None = None) -> Record:
     card, recipe = family.card, family.recipe
     start = time.perf_counter()
     examples = load(card, unit.lang, unit.split, ctx)
@@ -252,6 +257,7 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
             "selection": {"on": f"{card.train['lang']}/dev", "metric": card.metric, "n_examples": len(dev)}
             if dev else {"on": "last"},
             **family.config(),
+            **(extra_config or {}),
         },
         provenance=stamp(time.perf_counter() - start),
         extra={"training": report.to_json(),

@@ -45,8 +45,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--layers", metavar="all|K,K", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
     parser.add_argument("--plot", metavar="STEM",
                         help="probes: write the layer-sweep figure STEM.png and STEM.pdf (xeval report --plot layers)")
-    parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train"],
-                        help="zero-shot (train on English) or translate-train (the card's translated training data)")
+    parser.add_argument("--shots", metavar="K,K",
+                        help="--setting few-shot: target-language examples per language, e.g. 10,100 (drawn from "
+                             "dev, scored on test)")
+    parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train", "few-shot"],
+                        help="zero-shot (train on English), translate-train (the card's translated training data) or "
+                             "few-shot (English, then --shots target-language examples from dev; scored on test)")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     parser.add_argument("--control", choices=["random-init"],
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
@@ -71,6 +75,21 @@ def add_arguments(parser) -> None:
 
 def _split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _shots(args) -> dict:
+    """``{"shots": [k, ...]}`` under --setting few-shot (where --shots is required), else nothing."""
+    from xeval.errors import UserError
+
+    if args.setting != "few-shot":
+        if args.shots:
+            raise UserError("--shots: only with --setting few-shot")
+        return {}
+    if not args.shots:
+        raise UserError("--setting few-shot: give --shots, e.g. --shots 10,100")
+    from xeval.adapters.fewshot import parse_shots
+
+    return {"shots": parse_shots(args.shots)}
 
 
 def run(args) -> int:
@@ -100,7 +119,8 @@ def run(args) -> int:
         seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
         setting=args.setting, recipe=recipe,
-        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {},
+        options={**({"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}),
+                 **_shots(args)},
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
