@@ -1,9 +1,10 @@
 """Checks of ``xeval run``'s options that need the suite but no model, so a typo fails in a second, before any
 model loads, with the closest valid names (difflib).
 
-- ``--set KEY=VALUE`` (and the recipe flags): every key must be an option of at least one selected task: a
-  fine-tuning ``Recipe`` field for tagging, classification and QA; a probe option (``probes.DEFAULTS`` and the
-  adapter's ``EXTRA_OPTIONS``) for the probes. Values are checked the way the task will read them.
+- ``--set KEY=VALUE`` (and the recipe flags): a key no task reads is an error: a fine-tuning ``Recipe`` field for
+  tagging, classification and QA; a probe option (``probes.DEFAULTS`` and the adapter's ``EXTRA_OPTIONS``) for the
+  probes. A real option that none of the selected tasks reads gets a warning (the run-wide sizes of ``RUN_WIDE``
+  none). Values are checked the way the tasks will read them.
 - ``--tasks`` and ``--langs``: names the suite does not have.
 - suites: see ``xeval.tasks.load_suite``.
 """
@@ -14,11 +15,18 @@ import difflib
 from dataclasses import fields
 from types import SimpleNamespace
 
+from xeval.console import log
 from xeval.errors import ConfigError
 
 # Options every probe reads besides its DEFAULTS: the first N examples per language (--max-eval).
 # --eval-batch-size: the sentences encoded per forward pass (the probes' batch_size).
 PROBE_RUN_OPTIONS = ("max_eval", "eval_batch_size")
+
+
+# The recipe options with flags of their own (xeval run --max-train ...): a run applies each to the tasks that read
+# it, so giving one to a run of probes only is no mistake.
+RUN_WIDE = frozenset({"max_train", "max_dev", "max_eval", "epochs", "max_steps", "learning_rate", "batch_size",
+                      "max_length", "eval_every", "eval_batch_size"})
 
 
 def did_you_mean(name: str, choices) -> str:
@@ -57,7 +65,11 @@ def check_overrides(chosen, overrides: dict) -> None:
         anywhere = recipe_fields() | option_keys("retrieval") | option_keys("alignment")
         hint = did_you_mean(norm, everything) or did_you_mean(norm, anywhere)
         if norm in anywhere:
-            raise ConfigError(f"--set {key}: none of the selected tasks ({tasks}) reads this option")
+            # a real option the selected tasks do not read: the run-wide sizes (--max-train ...) apply to whichever
+            # tasks read them; any other is said, since it changes nothing here
+            if norm not in RUN_WIDE:
+                log.warning(f"--set {key}: none of the selected tasks ({tasks}) reads this option; it changes nothing")
+            continue
         raise ConfigError(f"--set {key}: unknown option{hint}; the selected tasks ({tasks}) read: "
                           f"{', '.join(sorted(everything))}")
     _check_values(chosen, overrides)
