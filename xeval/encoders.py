@@ -314,6 +314,17 @@ class Encoder:
         return {"dtype": str(self.model.dtype).removeprefix("torch.")}
 
     @property
+    def cache_key(self) -> str:
+        """The model part of an encoding-cache key (``xeval.cache``): the weights' hash, a fingerprint of the
+        tokenizer (the same weights with another vocabulary encode differently), the device type and dtype."""
+        if getattr(self, "_cache_key", None) is None:
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)
+            tokenizer = backend.to_str() if backend is not None else repr(self.tokenizer)
+            self._cache_key = hash_json([self.weights_hash, hash_json(tokenizer), self.device.type,
+                                         str(self.model.dtype)])
+        return self._cache_key
+
+    @property
     def name(self) -> str:
         base = self.label or (Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__"))
         return f"{base}-{self.control['control']}" if self.control else base

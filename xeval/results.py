@@ -5,7 +5,7 @@ One record per unit = (model, task, language, split, seed, layer). A record is a
     {
       "schema": "xeval.result/1",
       "unit":   {"model": "tiny-bert@3f2a9c1d0b7e", "task": "udpos", "lang": "de", "split": "test",
-                 "seed": 1, "layer": null, "setting": "zero-shot", "config_hash": "9f2c1ab0e4d1"},
+                 "seed": 1, "layer": null, "setting": "zero-shot", "mode": "finetune", "config_hash": "9f2c1ab0e4d1"},
       "metrics": {"f1": 71.3, "token_accuracy": 84.0},          # percentages, as XTREME reports them
       "n_examples": 977,
       "model":  {"id": "ckpt/tiny", "kind": "hf" | "engine", "hash": "<sha256 of weights>", "revision": null},
@@ -18,11 +18,13 @@ One record per unit = (model, task, language, split, seed, layer). A record is a
     }
 
 Fields in ``unit`` name the unit; everything else describes it. ``layer`` is None for fine-tuning tasks and
-``hidden_states[k]``'s k for probes. ``config_hash`` (``xeval.identity``) hashes everything else that changes the
+``hidden_states[k]``'s k for probes. ``mode`` is "finetune" (XTREME's protocol, and the alignment probes, which
+train nothing) or "probe" (a fine-tuning task with the encoder frozen and a linear head on its features; never
+averaged with fine-tuning numbers). ``config_hash`` (``xeval.identity``) hashes everything else that changes the
 number: the resolved recipe or probe options, subsample sizes, the data files' hashes, the card, the setting and
 run-wide options (e.g. compat mode), the encoder's settings (dtype, pooling) and the metric-code version. The model
 key covers the weights, config and tokenizer files. The store lays records out as
-``<out>/<model>/<task>/<lang>.<split>.s<seed>[.L<layer>][.<setting>]~<config_hash>.json`` and writes each
+``<out>/<model>/<task>/<lang>.<split>.s<seed>[.L<layer>][.<setting>][.probe]~<config_hash>.json`` and writes each
 atomically, so an interrupted run leaves only whole records, a rerun skips what is already there (resume) unless
 ``overwrite``, and a rerun with other settings writes new records beside the old ones (``Store.recomputed`` counts
 them). Records written before config hashes existed (``<...>.json``, no ``~hash``) are read as before, with a
@@ -46,6 +48,7 @@ from xeval.errors import DataError
 from xeval.textfile import read_json
 
 SCHEMA = "xeval.result/1"
+PROBE_MODE = "probe"  # Unit.mode of the fine-tuning tasks run with the encoder frozen (xeval.adapters.probe_mode)
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,14 @@ class Unit:
     layer: int | None = None
     setting: str = "zero-shot"
     config_hash: str | None = None  # xeval.identity.config_hash; None: a record written before config hashes
+    mode: str = "finetune"  # "finetune" or "probe" (frozen encoder + linear head); records before it: finetune
 
     def stem(self) -> str:
         """The file name without the config hash: the same for every config of this unit."""
         layer = "" if self.layer is None else f".L{self.layer}"
         setting = "" if self.setting == "zero-shot" else f".{_slug(self.setting)}"
-        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}"
+        mode = "" if self.mode == "finetune" else f".{_slug(self.mode)}"
+        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}{mode}"
 
     def filename(self) -> str:
         config = "" if self.config_hash is None else f"~{_slug(self.config_hash)}"
@@ -280,3 +285,22 @@ def load_records(paths) -> list[Record]:
         else:
             raise DataError(path, None, "expected a run folder or a result record, found nothing there")
     return out
+
+
+def chosen_layers(records) -> dict[tuple[str, str, str], tuple[int, float, str]]:
+    """{(model, task, setting): (layer, selection score, selection set)} for probe-mode records: the layer whose
+    head scored best on the selection set (English dev or held-out English training data; never a reported
+    set); the lowest layer on ties."""
+    best: dict[tuple[str, str, str], tuple[int, float, str]] = {}
+    for r in records:
+        u = r.unit
+        sel = (r.extra or {}).get("probe_selection")
+        if u.mode != PROBE_MODE or not sel:
+            continue
+        key = (u.model, u.task, u.setting)
+        candidate = (int(u.layer), float(sel["score"]), str(sel["on"]))
+        held = best.get(key)
+        if held is None or candidate[1] > held[1] or (candidate[1] == held[1] and candidate[0] < held[0]):
+            best[key] = candidate
+    return best
+

@@ -50,9 +50,12 @@ class RunOptions:
     revision: str | None = None  # hub revision (branch, tag or commit) of --model
     dtype: str = "float32"  # float32 | bfloat16 | float16: the weights' and activations' dtype
     trust_remote_code: bool = False  # run the model repository's own Python code (only when asked)
+    mode: str = "finetune"  # "finetune" or "probe": the fine-tuning tasks with the encoder frozen (probe_mode)
+    no_cache: bool = False  # encode without the on-disk encoding cache (xeval.cache)
 
 
 MAX_SEEDS = 1000
+MODES = ("finetune", "probe")
 
 
 def parse_seeds(text: str | int) -> list[int]:
@@ -229,6 +232,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     from xeval import distributed
     from xeval.adapters import FINE_TUNING, JOINT_PROBES, RunContext, get_adapter
     from xeval.atomic import check_output
+    from xeval.cache import EncodingCache
     from xeval.data.sources import DataRoot
     from xeval.encoders import Encoder
     from xeval.results import Store
@@ -252,6 +256,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         raise UserError("--ddp-finetune: needs several processes (torchrun --nproc_per_node N -m xeval run ...)")
     if worker.count > 1 and opts.out is None:
         raise UserError("several workers share their results through a store: give --out (a shared folder)")
+    if opts.mode not in MODES:
+        raise UserError(f"--mode: expected one of {', '.join(MODES)}, found {opts.mode!r}")
     if encoder is None:
         from xeval.devices import check_dtype
 
@@ -260,6 +266,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     if label is not None:
         encoder.label = label
+    cache = EncodingCache.default(opts.out, disabled=opts.no_cache)
     ctx = RunContext(
         encoder=encoder,
         data=data,
@@ -268,11 +275,13 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         layers=parse_layers(opts.layers, encoder.num_layers),
         export_dir=Path(opts.export_predictions) if opts.export_predictions else None,
         options={"setting": opts.setting, "recipe": dict(opts.recipe), "export_labels": opts.export_labels,
-                 **opts.options},
+                 **({"mode": opts.mode} if opts.mode != "finetune" else {}), **opts.options},
+        cache=cache,
     )
     if worker.leader:  # one header per command; each rank names its own items below
-        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}) "
-             f"data {data.describe()}, results in {opts.out if opts.out is not None else 'memory (nothing written)'}")
+        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}"
+             f"{', mode probe' if opts.mode == 'probe' else ''}) data {data.describe()}, results in "
+             f"{opts.out if opts.out is not None else 'memory (nothing written)'}; {cache.describe()}")
         for note in notes:
             echo(f"  note: {note}")
     contexts = {encoder.key: ctx}
@@ -282,7 +291,9 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         contexts[twin.key] = replace(ctx, encoder=twin, export_dir=None, options={**ctx.options, "export_labels": None})
         if worker.leader:
             echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
-    items = distributed.work_items(chosen, ctx.seeds, opts.setting, list(contexts),
+    # probe mode trains no seeded model: one item per card (its units carry seed 0), whatever --seeds says
+    seeds = ctx.seeds if opts.mode == "finetune" else ctx.seeds[:1]
+    items = distributed.work_items(chosen, seeds, opts.setting, list(contexts),
                                    fine_tuning=lambda card: card.type in FINE_TUNING,
                                    joint=lambda card: card.type in JOINT_PROBES)
     mine = distributed.plan(items, worker, opts.ddp_finetune)
@@ -295,6 +306,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     recomputed = getattr(store, "recomputed_summary", lambda: None)()
     if recomputed:
         echo(recomputed)
+    if cache.enabled and cache.hits + cache.misses:
+        echo(f"encoding cache: {cache.hits} layer entries reused, {cache.misses} computed")
     if worker.world == 1:
         summary.computed += store.written - written
         summary.reused += len(records) - (store.written - written)
@@ -403,12 +416,12 @@ class MemoryStore:
 
 
 def summarise(records) -> dict:
-    """{(task, setting, layer): {(lang, split): {metric: (mean, std, n_seeds)}}} over seeds (sample std; 0 for
-    one seed), plus n_examples under the pseudo-metric "n"."""
+    """{(task, setting, layer, mode): {(lang, split): {metric: (mean, std, n_seeds)}}} over seeds (sample std; 0
+    for one seed), plus n_examples under the pseudo-metric "n"."""
     groups: dict = defaultdict(lambda: defaultdict(list))  # insertion order: suite order of the tasks
     for rec in records:
         u = rec.unit
-        groups[(u.task, u.setting, u.layer)][(u.lang, u.split)].append(rec)
+        groups[(u.task, u.setting, u.layer, u.mode)][(u.lang, u.split)].append(rec)
     out: dict = {}
     for key, by_lang in groups.items():
         out[key] = {}
@@ -491,7 +504,7 @@ def format_tables(records) -> str:
     """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
     unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
     not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's."""
-    records = list(records)
+    records = probe_mode_chosen(list(records))
     parents = control_parents(records)
     main = [r for r in records if r.unit.model not in parents] or records
     controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}
@@ -502,18 +515,19 @@ def format_tables(records) -> str:
 
     choices = {task: choice for (model, task), (choice, _) in choose_layers(main).items()}
     layered: dict = defaultdict(dict)  # (task, setting) -> {layer: rows} for probes run over several layers
-    for (task, setting, layer), rows in summary.items():
-        if layer is not None:
+    for (task, setting, layer, mode), rows in summary.items():
+        if layer is not None and mode != "probe":  # probe mode: its chosen layer only
             layered[(task, setting)][layer] = rows
     compact = {key for key, by_layer in layered.items() if len(by_layer) > 1}
     shown: set = set()
-    for (task, setting, layer), rows in summary.items():
-        if (task, setting) in compact:
+    for (task, setting, layer, mode), rows in summary.items():
+        if mode != "probe" and (task, setting) in compact:
             if (task, setting) not in shown:
                 shown.add((task, setting))
                 from xeval.controls import LABELS
 
-                twin = {k[2]: v for k, v in controls.items() if k[:2] == (task, setting) and k[2] is not None}
+                twin = {k[2]: v for k, v in controls.items()
+                        if k[:2] == (task, setting) and k[2] is not None and k[3] != "probe"}
                 blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
                                                  ", ".join(LABELS[k] for k in kinds), choices.get(task)))
             continue
@@ -523,9 +537,13 @@ def format_tables(records) -> str:
         if not names:
             names = ["score"]
         seeds = max(v["n"][2] for v in rows.values())
-        title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
+        if mode == "probe":
+            title = f"{task} (probe: frozen encoder + linear head, {setting}, layer {layer} chosen on " \
+                    f"{_probe_selection(records, task, setting, layer)})"
+        else:
+            title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
         header = ["lang", "split", "n"] + names
-        control = controls.get((task, setting, layer))
+        control = controls.get((task, setting, layer, mode))
         if control:
             from xeval.controls import LABELS
             from xeval.report.frame import headline_metric
@@ -555,3 +573,37 @@ def format_tables(records) -> str:
         note = f"\n- = {UNSCORED}: XTREME's test files carry no gold; predictions are exported, never scored"
         blocks.append(_grid(title, header, body) + (note if unscored_rows and names != ["score"] else ""))
     return "\n\n".join(blocks)
+
+
+def probe_mode_chosen(records: list) -> list:
+    """The records with each probe-mode sweep narrowed to its chosen layer (``probe_mode.chosen_layers``: best on
+    the selection set, never on a reported one). A control keeps the layer chosen for its model, so the two
+    columns compare like with like."""
+    from xeval.results import PROBE_MODE as MODE
+    from xeval.results import chosen_layers
+
+    chosen = chosen_layers(records)
+    if not chosen:
+        return records
+    parents = control_parents(records)
+    out = []
+    for r in records:
+        u = r.unit
+        if u.mode != MODE:
+            out.append(r)
+            continue
+        model = parents[u.model][0] if u.model in parents else u.model
+        pick = chosen.get((model, u.task, u.setting)) or chosen.get((u.model, u.task, u.setting))
+        if pick is not None and u.layer == pick[0]:
+            out.append(r)
+    return out
+
+
+def _probe_selection(records: list, task: str, setting: str, layer) -> str:
+    """"en/dev (accuracy 61.2 there; layers 0-6: 55.0 58.1 ...)" for a table title."""
+    for r in records:
+        sel = (r.extra or {}).get("probe_selection")
+        if r.unit.mode == "probe" and r.unit.task == task and r.unit.setting == setting and r.unit.layer == layer \
+                and sel:
+            return f"{sel['on']}, {sel['metric']} {sel['score']:.1f} there"
+    return "the selection set"

@@ -48,6 +48,7 @@ class RunContext:
     export_dir: Path | None = None  # write predictions in XTREME's submission layout here
     options: dict = field(default_factory=dict)  # task-specific overrides from the CLI (recorded in config)
     ddp_finetune: bool = False  # fine-tunes are trained by all torchrun ranks together (xeval.distributed)
+    cache: Any = None  # xeval.cache.EncodingCache of the run (None: no cache)
 
 
 def get_adapter(task_type: str):

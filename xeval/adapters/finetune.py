@@ -119,6 +119,13 @@ RECIPE_FIELDS = frozenset(f.name for f in fields(Recipe))
 
 
 def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
+    mode = ctx.options.get("mode", "finetune")
+    if mode == "probe":  # the encoder frozen, a linear head on its features
+        from xeval.adapters import probe_mode
+
+        return probe_mode.run(card, langs, ctx, family_cls)
+    if mode != "finetune":
+        raise ConfigError(f"unknown mode {mode!r}; expected finetune or probe")
     setting = ctx.options.get("setting", "zero-shot")
     if setting not in SETTINGS:
         raise ConfigError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")

@@ -5,8 +5,8 @@
   stopped half-way re-encodes only for the missing layers;
 - one record builder (``make_record``) so every probe records model, data, card, config and provenance alike;
 - options from the card's recipe overridden by the command line (``probe_options``);
-- an optional on-disk cache of pooled sentence vectors (``sentence_vectors``), keyed by the model's content hash,
-  layer, pooling, special-token choice, max length and the texts' hash.
+- pooled sentence vectors through the run's encoding cache (``sentence_vectors``, ``xeval.cache``), keyed by the
+  model's content hash and tokenizer, layer, pooling, special-token choice, max length and the texts' hash.
 
 Probes are deterministic (no training, no sampling): their units carry seed 0.
 """
@@ -34,7 +34,7 @@ DEFAULTS = {
     "include_special": True,  # mean over all tokens incl. <s>/</s> as XTREME does, or word tokens only
     "batch_size": 32,
     "max_length": None,  # None: the encoder's limit
-    "cache_dir": None,  # representation cache folder (None: $XEVAL_CACHE or no cache)
+    "cache_dir": None,  # encoding cache folder (None: the run's cache, see xeval.cache)
 }
 
 
@@ -110,6 +110,7 @@ def probe_options(card, ctx, extra: dict | None = None) -> dict:
     if out["pooling"] not in {"mean", "cls", "model"}:
         raise ConfigError(f"{card.name}: pooling must be 'mean', 'cls' or 'model' (a sentence-transformers "
                           f"folder's own), found {out['pooling']!r}")
+    out["cache"] = getattr(ctx, "cache", None)  # the run's encoding cache (None outside a run)
     return out
 
 
@@ -326,7 +327,19 @@ def load_examples(card, lang: str, split: str, ctx) -> list:
     return load(card, lang, split, ctx.data)
 
 
-# ------------------------------------------------------------------ sentence vectors (+ optional cache)
+# ------------------------------------------------------------------ sentence vectors (through the encoding cache)
+
+
+def encoding_cache(options: dict):
+    """The cache to encode through: ``cache_dir`` when given, else the run's (``options["cache"]``), else
+    ``$XEVAL_CACHE``, else none."""
+    from xeval.cache import EncodingCache
+
+    if options.get("cache_dir"):
+        return EncodingCache(options["cache_dir"])
+    if options.get("cache") is not None:
+        return options["cache"]
+    return EncodingCache(os.environ.get("XEVAL_CACHE"))
 
 
 def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict) -> np.ndarray:
@@ -337,28 +350,9 @@ def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict
     limit = max_length(options, encoder)  # a card's 512 on a small model is the model's limit
     kwargs = {"pooling": options["pooling"], "include_special": bool(options["include_special"]),
               "batch_size": int(options["batch_size"]), "max_length": limit}
-    cache = options.get("cache_dir") or os.environ.get("XEVAL_CACHE")
-    if not cache:
-        return encoder.sentence_embeddings(texts, layers=layers, **kwargs)
-    folder = Path(cache) / encoder.weights_hash[:16] / hash_json({**kwargs, "batch_size": None})[:12]
-    text_key = hash_json(texts)[:24]
-    paths = {layer: folder / f"{text_key}.L{layer}.npy" for layer in layers}
-    missing = [layer for layer in layers if not paths[layer].is_file()]
-    fresh = encoder.sentence_embeddings(texts, layers=missing, **kwargs) if missing else None
-    out = np.empty((len(layers), len(texts), encoder.hidden_size), dtype=np.float32)
-    for row, layer in enumerate(layers):
-        if layer in missing:
-            out[row] = fresh[missing.index(layer)]
-            _save_npy(paths[layer], out[row])
-        else:
-            out[row] = np.load(paths[layer], allow_pickle=False)
-    return out
-
-
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    from xeval.atomic import atomic_path
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
+    settings = getattr(encoder, "settings", None)  # e.g. a sentence-transformers folder's own pooling
+    spec = {"kind": "sentence", **kwargs, "batch_size": None, "texts": hash_json(texts),
+            "encoder": settings() if callable(settings) else {}}
+    out = encoding_cache(options).layers(
+        encoder.cache_key, spec, layers, lambda todo: encoder.sentence_embeddings(texts, layers=todo, **kwargs))
+    return out.reshape(len(layers), len(texts), encoder.hidden_size)

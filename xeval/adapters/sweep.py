@@ -114,6 +114,8 @@ class LayerChoice:
     n_languages: int = 0  # languages behind that mean
 
     def describe(self) -> str:
+        if self.rule.startswith("chosen on "):  # --mode probe: chosen on its own selection set
+            return self.rule
         if self.rule == SELECTION_SPLIT:
             return f"chosen on {SELECTION_SPLIT} (mean over {self.n_languages} languages)"
         if self.rule == "card default":

@@ -68,6 +68,8 @@ class Recipe:
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
+    # --mode probe (frozen encoder, xeval.adapters.probe_mode): the pair representation, "mean" or "cls"
+    probe_pooling: str = "mean"
 
     @classmethod
     def build(cls, *layers: dict | None) -> Recipe:
@@ -114,6 +116,8 @@ class Recipe:
             raise ConfigError(f"recipe field select: expected 'dev' or 'last', found {self.select!r}")
         if self.precision not in {"fp32", "bf16"}:
             raise ConfigError(f"recipe field precision: expected 'fp32' or 'bf16', found {self.precision!r}")
+        if self.probe_pooling not in {"mean", "cls"}:
+            raise ConfigError(f"recipe field probe_pooling: expected 'mean' or 'cls', found {self.probe_pooling!r}")
         if isinstance(self.label_first_subword, str):
             self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
         if not self.label_first_subword:

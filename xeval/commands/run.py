@@ -52,6 +52,11 @@ def add_arguments(parser) -> None:
                         help="zero-shot (train on English), translate-train (the card's translated training data) or "
                              "few-shot (English, then --shots target-language examples from dev; scored on test)")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    parser.add_argument("--mode", default="finetune", choices=["finetune", "probe"],
+                        help="finetune (XTREME's protocol, default) or probe: the fine-tuning tasks with the encoder "
+                             "frozen and a linear head on cached features of every layer (--layers; default all)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="encode without the on-disk encoding cache ($XEVAL_CACHE or <out>/cache)")
     parser.add_argument("--control", choices=["random-init"],
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
                              "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
@@ -124,6 +129,7 @@ def run(args) -> int:
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+        mode=args.mode, no_cache=args.no_cache,
     )
     summary = RunSummary()
     problems: list[str] = []
@@ -149,6 +155,8 @@ def _layer_sweep_summary(records, plot_stem: str | None) -> None:
     from xeval.adapters.sweep import choose_layers, layer_curves
     from xeval.controls import LABELS, control_parents
 
+    _probe_mode_summary(records)
+    records = [r for r in records if r.unit.mode != "probe"]  # probe mode picks its layer on English dev (above)
     chosen = {k: v for k, v in choose_layers(records).items() if len({r.unit.layer for r in records
                                                                         if (r.unit.model, r.unit.task) == k
                                                                         and r.unit.layer is not None}) > 1}
@@ -183,3 +191,19 @@ def _layer_sweep_summary(records, plot_stem: str | None) -> None:
 
         paths = plots.plot(tables.Results(records), "layers", plot_stem)
         print("layer-sweep figure: " + ", ".join(map(str, paths)))
+
+
+def _probe_mode_summary(records) -> None:
+    """--mode probe: per task, the layer chosen on the selection set and every layer's selection score."""
+    from collections import defaultdict
+
+    from xeval.results import chosen_layers
+
+    scores: dict = defaultdict(dict)
+    for r in records:
+        sel = (r.extra or {}).get("probe_selection")
+        if r.unit.mode == "probe" and sel:
+            scores[(r.unit.model, r.unit.task, r.unit.setting)][r.unit.layer] = sel["score"]
+    for key, (layer, _score, on) in chosen_layers(records).items():
+        by_layer = " ".join(f"L{k} {v:.1f}" for k, v in sorted(scores[key].items()))
+        print(f"probe layer of {key[1]} ({key[0]}): {layer}, chosen on {on} ({by_layer})")

@@ -144,12 +144,21 @@ def long_frame(records: Iterable[Record]) -> pd.DataFrame:
     for rec in one_per_cell(records):
         u = rec.unit
         layer = NO_LAYER if u.layer is None else int(u.layer)
+        setting = setting_label(u)
         for metric, value in _with_direction_means(rec.metrics).items():
-            rows.append((u.model, u.task, u.lang, u.split, u.setting, layer, int(u.seed), metric, float(value)))
+            rows.append((u.model, u.task, u.lang, u.split, setting, layer, int(u.seed), metric, float(value)))
     frame = pd.DataFrame(rows, columns=[*UNIT_COLUMNS, "metric", "value"])
     if frame.empty:
         raise UserError("no result records found in the given runs")
     return frame.drop_duplicates([*UNIT_COLUMNS, "metric"], keep="last").reset_index(drop=True)
+
+
+def setting_label(unit) -> str:
+    """The frame's ``setting``: the unit's setting, with ``probe`` for frozen-encoder units (``--mode probe``), so
+    tables keep them in rows of their own and never average them with fine-tuning numbers."""
+    if getattr(unit, "mode", "finetune") == "finetune":
+        return unit.setting
+    return unit.mode if unit.setting == "zero-shot" else f"{unit.setting}, {unit.mode}"
 
 
 def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:

@@ -132,6 +132,7 @@ class Results:
         self.sweep = frame  # every layer, for layer tables and plots
         self.chosen_layers: dict[tuple, int] = {}
         self.layer_rules: dict[tuple, LayerChoice] = {}  # how each chosen layer was chosen (for the notes)
+        self.probe_mode_layers = _probe_mode_layers(records)
         self.long = self._select_layers(frame, layer, full, default_layers(records))
         self.stats = seed_stats(self.long)
 
@@ -145,7 +146,9 @@ class Results:
         keep = [frame[~layered]]
         for key, group in frame[layered].groupby(["model", "task", "setting"], sort=False):
             layers = sorted(int(k) for k in group["layer"].unique())
-            if layer in (None, "best"):
+            if layer in (None, "best") and key in self.probe_mode_layers:
+                choice = self.probe_mode_layers[key]  # --mode probe: chosen on its own selection set
+            elif layer in (None, "best"):
                 choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]))
             else:
                 if int(layer) not in layers:
@@ -249,6 +252,17 @@ def _in_order(frame: pd.DataFrame, order: list[str], labels: dict[str, str], ren
     models = list(dict.fromkeys(frame["model"]))
     rank = {m: i for i, m in enumerate(first + [m for m in models if m not in first])}
     return frame.sort_values("model", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)
+
+
+def _probe_mode_layers(records) -> dict[tuple[str, str, str], LayerChoice]:
+    """{(model, task, frame setting): choice} of probe-mode sweeps: the layer their heads scored best with on the
+    selection set (English dev or held-out English training data; ``xeval.adapters.probe_mode``)."""
+    from xeval.report.frame import setting_label
+    from xeval.results import Unit, chosen_layers
+
+    return {(model, task, setting_label(Unit(model, task, "", "", setting=setting, mode="probe"))):
+            LayerChoice(layer, f"chosen on {on} (the probe heads' selection score)", score, 1)
+            for (model, task, setting), (layer, score, on) in chosen_layers(records).items()}
 
 
 def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame:
