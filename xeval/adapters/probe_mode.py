@@ -296,7 +296,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
             )
             write_text(finetune._prediction_path(ctx, unit, family.suffix),
                                 family.format_predictions(predictions[layer], examples))
-            ctx.store.put(record)
+            ctx.store.put(record, family.outcomes(predictions[layer], examples, lang) if labelled else None)
             records.append(record)
     return records
 
