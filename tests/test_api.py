@@ -20,7 +20,8 @@ def test_evaluate_a_path_writes_nothing_and_returns_a_row_per_unit(data_root, tm
     monkeypatch.chdir(tmp_path)
     frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, **PROBE)
     assert _files(tmp_path) == []  # store=None: no runs/ folder, nothing anywhere under the working directory
-    assert list(frame.columns[:8]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "n_examples"]
+    assert list(frame.columns[:9]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "mode",
+                                     "n_examples"]
     test = frame[frame["split"] == "test"]
     assert sorted(zip(test["lang"], test["layer"])) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 2)]
     assert set(frame["split"]) == {"test", "dev"}  # a sweep also runs FLORES-200 dev, the split that chooses its layer

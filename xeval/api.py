@@ -1,5 +1,5 @@
 """The Python API: ``xeval.evaluate`` and ``xeval.load_results``, each returning a pandas DataFrame with one row per
-unit (model, task, language, split, setting, layer, seed) and one column per metric.
+unit (model, task, language, split, setting, layer, seed, mode) and one column per metric.
 
     import xeval
     frame = xeval.evaluate("xlm-roberta-base", suite="xtreme-mini", tasks=["tatoeba"], layers="all")
@@ -20,7 +20,7 @@ import pandas as pd
 
 from xeval.errors import UserError
 
-UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed"]
+UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed", "mode"]
 
 
 def records_frame(records: Iterable) -> pd.DataFrame:
@@ -30,7 +30,7 @@ def records_frame(records: Iterable) -> pd.DataFrame:
     for rec in records:
         u = rec.unit
         rows.append({"model": u.model, "task": u.task, "lang": u.lang, "split": u.split, "setting": u.setting,
-                     "layer": u.layer, "seed": u.seed, "n_examples": rec.n_examples, **rec.metrics})
+                     "layer": u.layer, "seed": u.seed, "mode": u.mode, "n_examples": rec.n_examples, **rec.metrics})
     frame = pd.DataFrame(rows, columns=None if rows else [*UNIT_COLUMNS, "n_examples"])
     if "layer" in frame:
         frame["layer"] = frame["layer"].astype("object").where(frame["layer"].notna(), None)
@@ -41,7 +41,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
              data: str | os.PathLike | None = None, seeds: int | list[int] = 1,
              layers: str | int | list[int] | None = None, store: str | os.PathLike | None = None, *,
              suite: str = "xtreme", device: str = "auto", setting: str = "zero-shot", recipe: dict | None = None,
-             max_eval: int | None = None, control: str | None = None, overwrite: bool = False) -> pd.DataFrame:
+             max_eval: int | None = None, control: str | None = None, overwrite: bool = False,
+             mode: str = "finetune") -> pd.DataFrame:
     """Evaluate ``model`` on ``tasks`` of ``suite`` and return one row per unit (see ``records_frame``).
 
     model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
@@ -53,6 +54,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume).
     recipe: fine-tuning recipe overrides (``{"epochs": 1, "max_train": 1000}``); max_eval: first N examples per
         language; control: ``"random-init"`` adds the random-init control's rows.
+    mode: ``"finetune"`` (XTREME's protocol) or ``"probe"`` (the fine-tuning tasks with the encoder frozen and a
+        linear head on every layer's features; rows say ``mode`` and are never to be averaged with fine-tuning's).
     """
     from xeval.encoders import Encoder
     from xeval.runner import RunOptions, parse_seeds, resolve_device
@@ -77,7 +80,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         data=None if data is None else str(data), out=None if store is None else str(Path(store)),
         overwrite=overwrite, device=resolve_device(device) if encoder is None else str(encoder.device),
         layers=_layers(layers), setting=setting, recipe=recipe,
-        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}, control=control,
+        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}, control=control, mode=mode,
     )
     return records_frame(run_suite(opts, encoder=encoder))
 
