@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 
 C_GRID = (0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
-MAX_ITER = 300
-TOL = 1e-4
+MAX_ITER = 150
+TOL = 1e-3
 
 
 @dataclass
