@@ -1,9 +1,10 @@
 """Cost of a layer sweep: a probe over ALL layers vs the same probe on ONE layer, measured in the same run.
 
 The encoder returns every hidden state from one forward pass, so a sweep should cost about one single-layer probe
-(target: ratio <= 1.2 for Tatoeba). Word alignment also extracts links per layer (OT per sentence pair and layer):
-the encoding is shared, the extraction is not, so its ratio grows with the extraction cost of each method
-(printed for reference: argmax is nearly free, exact OT ~0.3 ms a pair, Sinkhorn several ms).
+(target: ratio <= 1.2). Word alignment extracts every layer's links in one call per method and chunk of pairs:
+argmax-inter is one tensor operation over the layers, Sinkhorn iterates all (pair, layer) problems of the chunk
+together (xeval/adapters/sinkhorn.py), exact OT stays one network-simplex solve per pair and layer (~1-2 ms each
+at ~50 x 50 subwords: that is what remains of its ratio).
 
     python bench/layer_sweep.py                       # tiny 4-layer model built on the fly, Tatoeba de,fr,ja,sw
     python bench/layer_sweep.py --model ckpt/ --langs de,fr --n 500 --repeats 7 --probe both

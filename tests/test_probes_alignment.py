@@ -133,3 +133,66 @@ def test_alignment_probe_run(tiny_encoder, data_root, tmp_path):
     text.write_text("".join((data_root / "word_alignment" / "roen.src-tgt").read_text().splitlines(True)[:12]))
     again = score_files(gold, tmp_path / "pred" / "layer-0" / "alignment" / "ro-en.ot-emd.out", text=text)
     assert again.as_metrics()["aer"] == pytest.approx(rec.metrics["aer"])
+
+
+# --------------------------------------------------------------------------- all layers in one call: the same links
+
+
+def per_layer_links(sims, method):
+    """Today's reference: POT (or argmax) on each layer's matrix on its own."""
+    return [np.stack([extract(s[row], method) for row in range(len(s))]).reshape(s.shape) for s in sims]
+
+
+def test_batched_sinkhorn_follows_pot_step_by_step():
+    """Hand-made stacks that exercise each branch of POT's schedule: a problem that converges at the first check,
+    absorptions into the potentials (tiny ε), the iteration budget running out, unequal and empty shapes."""
+    from xeval.adapters.sinkhorn import sinkhorn_stabilized_many
+
+    rng = np.random.default_rng(0)
+    costs = [1.0 - rng.uniform(-1, 1, size=shape) for shape in [(3, 3), (7, 4), (1, 5), (12, 9), (2, 2)]]
+    costs.append(np.full((4, 4), 0.5))  # constant cost: the uniform coupling is optimal at once
+    costs.append(np.zeros((0, 3)))
+    import ot
+
+    for reg, budget in [(0.05, 2000), (0.002, 2000), (0.05, 7)]:
+        plans = sinkhorn_stabilized_many(costs, reg, num_iter_max=budget)
+        for cost, plan in zip(costs, plans):
+            assert plan.shape == cost.shape
+            if not cost.size:
+                continue
+            n, m = cost.shape
+            want = ot.sinkhorn(np.full(n, 1 / n), np.full(m, 1 / m), cost, reg, method="sinkhorn_stabilized",
+                               numItermax=budget, stopThr=1e-9, warn=False)
+            assert np.allclose(plan, want, rtol=1e-9, atol=1e-14, equal_nan=True)  # NaN where POT gives NaN
+
+
+def test_argmax_inter_over_layers_keeps_first_maximum_on_ties():
+    sims = np.array([[[0.5, 0.5], [0.5, 0.5]], [[0.9, 0.1], [0.2, 0.8]]])
+    layers = [argmax_inter(s) for s in sims]
+    from xeval.adapters.alignment import argmax_inter_layers
+
+    assert np.array_equal(argmax_inter_layers(sims), np.stack(layers))
+    assert links_of(layers[0]) == {(0, 0)}
+
+
+@pytest.mark.parametrize("method", ["ot-emd", "ot-sinkhorn", "argmax-inter"])
+def test_all_layer_links_identical_to_per_layer(minilm_dir, data_root, method):
+    """Every layer of MiniLM on real de-en and ro-en gold pairs: the one-call extraction gives exactly the links
+    of the per-layer path, for every pair and layer."""
+    from xeval.adapters.alignment import cosine_matrix, extract_layers, separate_states
+    from xeval.data.alignment import read_alignment
+    from xeval.encoders import Encoder
+
+    encoder = Encoder(str(minilm_dir))
+    folder = data_root / "word_alignment"
+    pairs = []
+    for name, lang in (("deen", "de-en"), ("roen", "ro-en")):
+        pairs += read_alignment(folder / f"{name}.src-tgt", folder / f"{name}.gold", lang)[:15]
+    layers = list(range(encoder.num_layers + 1))
+    sims = [cosine_matrix(s, t) for s, _, t, _ in separate_states(encoder, pairs, layers)]
+    batched = extract_layers(sims, method)
+    reference = per_layer_links(sims, method)
+    assert len(batched) == len(pairs) and all(b.shape == (len(layers),) + s.shape[1:] for b, s in zip(batched, sims))
+    for b, r in zip(batched, reference):
+        assert np.array_equal(b, r)
+    assert sum(int(b.sum()) for b in batched) > 0

@@ -125,20 +125,52 @@ def joint_states(encoder, pairs, layers: list[int]) -> Iterator[tuple]:
                stacked[:, b, tgt_pos], [words[t] for t in tgt_pos])
 
 
+def argmax_inter_layers(sims: np.ndarray) -> np.ndarray:
+    """``argmax_inter`` on every layer at once: sims [L, n, m] -> bool [L, n, m] (the same ties: first maximum)."""
+    n, m = sims.shape[-2:]
+    forward = sims.argmax(axis=-1)[..., :, None] == np.arange(m)  # [L, n, m]: j is i's most similar
+    backward = sims.argmax(axis=-2)[..., None, :] == np.arange(n)[:, None]  # i is j's most similar
+    return forward & backward
+
+
+def extract_layers(sims: list[np.ndarray], method: str, epsilon: float = 0.05,
+                   threshold: float = 0.5) -> list[np.ndarray]:
+    """Subword links bool [L, n_k, m_k] for every sentence pair k of sims ([L, n_k, m_k] each), all layers at once.
+
+    The same links as ``extract`` on each layer: argmax-inter is one tensor operation over the layers, Sinkhorn
+    iterates every (pair, layer) problem of the list together (``xeval.adapters.sinkhorn``), exact OT stays one
+    network-simplex solve per layer (its plan is a vertex of the polytope; no batched solver gives the same one).
+    """
+    if method == "argmax-inter":
+        return [argmax_inter_layers(s) if s.size else np.zeros(s.shape, dtype=bool) for s in sims]
+    if method == "ot-sinkhorn":
+        from xeval.adapters.sinkhorn import sinkhorn_stabilized_many
+
+        costs = [np.ascontiguousarray(1.0 - s[row], dtype=np.float64) for s in sims for row in range(len(s))]
+        plans = iter(sinkhorn_stabilized_many(costs, epsilon, num_iter_max=2000, stop_thr=1e-9))
+        return [np.stack([plan_links(next(plans), threshold) for _ in range(len(s))]).reshape(s.shape)
+                for s in sims]
+    if method in METHODS:
+        return [np.stack([extract(s[row], method, epsilon, threshold) for row in range(len(s))]).reshape(s.shape)
+                for s in sims]
+    raise ValueError(f"unknown alignment method {method!r}; expected one of {', '.join(METHODS)}")
+
+
 def align_layers(encoder, pairs, layers: list[int], options: dict) -> dict[int, dict[str, list[set]]]:
-    """Predicted word links: {layer: {method: [links of pair k]}}, every layer from one forward pass per chunk."""
+    """Predicted word links: {layer: {method: [links of pair k]}}, every layer from one forward pass per chunk and
+    every layer's links from one extraction call per method and chunk."""
     methods = list(options["methods"])
     out = {layer: {m: [] for m in methods} for layer in layers}
     encode = joint_states if options["joint"] else separate_states
     chunk = int(options["chunk"])
     for start in range(0, len(pairs), chunk):
-        for s_states, s_words, t_states, t_words in encode(encoder, pairs[start : start + chunk], layers):
-            sims = cosine_matrix(s_states, t_states)  # [L, n, m]: every layer in one product
-            for row, layer in enumerate(layers):
-                sim = sims[row]
-                for method in methods:
-                    links = extract(sim, method, float(options["epsilon"]), float(options["threshold"]))
-                    out[layer][method].append(word_links(links, s_words, t_words))
+        encoded = list(encode(encoder, pairs[start : start + chunk], layers))
+        sims = [cosine_matrix(s_states, t_states) for s_states, _, t_states, _ in encoded]  # [L, n, m] each
+        for method in methods:
+            links = extract_layers(sims, method, float(options["epsilon"]), float(options["threshold"]))
+            for (_, s_words, _, t_words), pair_links in zip(encoded, links):
+                for row, layer in enumerate(layers):
+                    out[layer][method].append(word_links(pair_links[row], s_words, t_words))
     return out
 
 
