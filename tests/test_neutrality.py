@@ -88,3 +88,9 @@ def test_neutrality_card_and_centred_retrieval(tmp_path, data_root, capsys):
     capsys.readouterr()
     assert main(["report", str(out), "--plot", "neutrality", "--figures", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "neutrality.png").stat().st_size > 10_000
+    assert main(["report", str(out), "--table", "neutrality", "--format", "csv"]) == 0
+    table = capsys.readouterr().out
+    for measure in ("language ID accuracy (%)", "CKA with English × 100", "flores accuracy, raw",
+                    "flores accuracy, centred"):
+        assert table.count(measure) == 2, measure  # the model's row and its control's
+    assert "L0" in table and "L2" in table

@@ -18,10 +18,11 @@ HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures 
 
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
-    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "correlation", "typology", "tokenizer", "all"], default=None,
+    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "correlation", "typology", "tokenizer", "neutrality", "all"], default=None,
                         help="which table(s) (ci: 95%% bootstrap confidence intervals per task and language; correlation: Spearman "
                              "between probes and transfer across languages; typology: transfer gap by family, script, "
-                             "word order; tokenizer: fertility, unk and byte-fallback rates per language); default: all that the runs can fill (none when only --plot is given, "
+                             "word order; tokenizer: fertility, unk and byte-fallback rates per language; neutrality: language ID, CKA and centred "
+                             "retrieval per layer); default: all that the runs can fill (none when only --plot is given, "
                              "without --out)")
     parser.add_argument("--format", choices=["md", "latex", "csv", "baseline"], default="md",
                         help="md (GitHub Markdown), latex (booktabs floats to \\input into a paper; --standalone for "

@@ -354,7 +354,7 @@ def plot_neutrality(results: Results, width: str | float = "column"):
         panels.append(("CKA with English", "linear CKA × 100, mean over languages", cka, None))
     for task in sorted(set(frame.loc[frame["metric"] == "centered_accuracy", "task"])):
         sub = frame[frame["task"] == task]
-        panels.append((f"{task_title(task)}: raw vs centred", "top-1 accuracy, en→xx (%)",
+        panels.append((f"{task_title(task)}: raw vs centred (dotted)", "top-1 accuracy, en→xx (%)",
                        _layer_means(sub, "accuracy"), _layer_means(sub, "centered_accuracy")))
     if not panels:
         raise UserError("no neutrality records (xeval run --tasks neutrality) and no retrieval run with "
@@ -368,18 +368,17 @@ def plot_neutrality(results: Results, width: str | float = "column"):
     for ax, (title, ylabel, curves, centred) in zip(axes.flat, panels):
         for (model, setting), series in curves.items():
             label = results.row(model, setting)
-            ax.plot(series.index, series.values, label=label + (" (raw)" if centred else ""), markersize=4,
-                    linewidth=1.2, **styles[label])
-            if centred and (model, setting) in centred:
+            ax.plot(series.index, series.values, label=label, markersize=4, linewidth=1.2, **styles[label])
+            if centred and (model, setting) in centred:  # the same colour and marker, dotted and hollow
                 other = centred[(model, setting)]
-                ax.plot(other.index, other.values, label=f"{label} (centred)", color=styles[label]["color"],
-                        marker=styles[label]["marker"], markersize=4, linewidth=1.2, markerfacecolor="white",
+                ax.plot(other.index, other.values, color=styles[label]["color"], marker=styles[label]["marker"],
+                        markersize=4, linewidth=1.2, markerfacecolor="white",
                         linestyle=":" if label not in controls else "-.")
         if langid and curves is langid:
             chance = neutral[neutral["metric"] == "langid_chance"]["value"]
             if len(chance):
                 ax.axhline(float(chance.iloc[0]), color="grey", linestyle=":", linewidth=0.9, label="chance")
-        ax.set_title(title)
+        ax.set_title(_wrap(title, inches / axes.shape[1]))
         ax.set_xlabel(_wrap("layer (hidden_states index; 0 = embeddings)", inches / axes.shape[1]))
         ax.set_ylabel(_wrap(ylabel, 2.0))
         ax.grid(True, alpha=0.3)

@@ -690,8 +690,8 @@ def layer_tables(results: Results) -> list[Table]:
 
 
 def build(results: Results, which: str) -> list[Table]:
-    """The tables for ``--table``: languages | summary | gap | layers | ci | correlation | typology | tokenizer | all
-    (those the runs can fill)."""
+    """The tables for ``--table``: languages | summary | gap | layers | ci | correlation | typology | tokenizer |
+    neutrality | all (those the runs can fill)."""
     if which == "languages":
         return language_tables(results)
     if which == "summary":
@@ -716,12 +716,17 @@ def build(results: Results, which: str) -> list[Table]:
         from xeval.report.tokenization import tokenizer_table
 
         return [tokenizer_table(results)]
+    if which == "neutrality":
+        from xeval.report.neutrality import neutrality_table
+
+        return [neutrality_table(results)]
     if which == "all":
         out = []
-        for kind in ("summary", "gap", "layers", "languages", "ci", "correlation", "typology", "tokenizer"):
+        for kind in ("summary", "gap", "layers", "languages", "ci", "correlation", "typology", "tokenizer",
+                     "neutrality"):
             try:
                 out += build(results, kind)
             except UserError:
                 continue  # a table the runs cannot fill is left out of the full report
         return out
-    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci, correlation, typology, tokenizer or all")
+    raise UserError(f"unknown table {which!r}; expected languages, summary, gap, layers, ci, correlation, typology, tokenizer, neutrality or all")
