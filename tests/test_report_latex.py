@@ -2,6 +2,7 @@
 compiled with pdflatex at the article's text width, with no text below 8 pt and nothing overfull; fragments,
 labels, minus signs, decimal alignment, ± over seeds, --rename and --order."""
 
+import math
 import re
 import shutil
 import subprocess
@@ -78,8 +79,12 @@ def test_wide_language_tables_are_transposed_and_split(paper):
     text = latex.latex_table(tables["languages:udpos"])
     # 34 rows fit one page: one float per column group (a model's four metrics), continued
     assert text.count(r"\begin{table}") == len(chunks) == 3 and text.count("(continued)") == 2
-    panx = latex.latex_table(tables["languages:panx"])  # 40 languages + avg: two pages' worth of rows per group
-    assert panx.count(r"\begin{table}") == 2 * len(latex.column_chunks(latex.fit(tables["languages:panx"])))
+    # PAN-X: 40 languages + avg, each with its ± on a line of its own: the rows continue over several floats
+    panx = latex.fit(tables["languages:panx"])
+    lines = len(panx.rows) * panx.lines_per_row()
+    assert panx.std_below and lines > latex.MAX_ROWS
+    floats = latex.latex_table(tables["languages:panx"]).count(r"\begin{table}")
+    assert floats == len(latex.column_chunks(panx)) * math.ceil(lines / latex.MAX_ROWS)
     assert text.count(r"\label{tab:languages-udpos}") == 1
 
 
@@ -95,6 +100,17 @@ def test_fragment_labels_minus_alignment_and_seed_std(paper, paper_tables):
     rows = [line for line in summary.splitlines() if line.startswith("XLM-R base")]  # the table split in floats
     assert sum(row.count(r"\pm") for row in rows) == 11  # 3 seeds: ± on POS, NER, 3 x F1/EM, XNLI, PAWS-X, Avg
     assert "-{}-layer" in tex or "--layer" not in tex  # "--layer" in a note stays two hyphens
+
+
+def test_std_goes_under_the_numbers_when_that_takes_fewer_pieces(paper_tables, tmp_path):
+    summary = paper_tables[0]
+    beside = latex.grid(summary)
+    assert latex.fit(summary, 455).std_below  # three seeds' ± beside every cell would take a third piece
+    assert len(latex.column_chunks(latex.fit(summary, 455), 455)) < len(latex.column_chunks(beside, 455))
+    text = latex.latex(paper_tables[:1], standalone=True, text_width=455)
+    assert r"\multicolumn{2}{c}{\footnotesize$\pm$" in text
+    pdf, log = _compile(text, tmp_path)
+    assert "Overfull" not in log and min(_char_sizes(pdf)) >= 7.9
 
 
 def test_escape_minus_and_double_hyphen():

@@ -16,6 +16,7 @@ decimal point, real minus signs, ± over seeds, and no text below 8 pt at the te
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class Column:
         """Number of tabular columns."""
         return sum(2 if d > 0 else 1 for d in self.digits)
 
-    def points(self, stacked: bool) -> float:
+    def points(self, stacked: bool, std_below: bool = False) -> float:
         """Estimated width in pt, the header's or the widest cell's, plus the column separation."""
         lines = self.header.split(" ", 1) if stacked else [self.header]
         header = max(_text_points(x) for x in lines)
@@ -72,7 +73,7 @@ class Column:
         for row in range(len(self.parts[0])):
             width = 0.0
             for cells, digits in zip(self.parts, self.digits):
-                width += _cell_points(cells[row], digits)
+                width += _cell_points(cells[row], digits, std_below)
             body = max(body, width + 5.5 * (len(self.parts) - 1))  # the " / " between two parts
         return max(header, body) + 2 * _TABCOLSEP
 
@@ -89,6 +90,10 @@ class Grid:
     groups: list[tuple[str, list[int]]] = field(default_factory=list)  # (header, column indices)
     notes: list[str] = field(default_factory=list)
     stacked: bool = False
+    std_below: bool = False  # the ± std on a line of its own under each row (a table that is too wide otherwise)
+
+    def lines_per_row(self) -> int:
+        return 2 if self.std_below else 1
 
 
 def _text_points(text: str) -> float:
@@ -99,7 +104,7 @@ def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def _cell_points(cell: Cell, digits: int) -> float:
+def _cell_points(cell: Cell, digits: int, std_below: bool = False) -> float:
     if not _present(cell.mean):
         return 0.0
     text = f"{cell.mean:.{digits}f}"
@@ -107,13 +112,14 @@ def _cell_points(cell: Cell, digits: int) -> float:
     if text.startswith("-"):
         width += 7.0
     if _present(cell.std):
-        width += _PLUS_MINUS + len(f"{cell.std:.{digits}f}") * _SMALL_DIGIT
+        std = _PLUS_MINUS + len(f"{cell.std:.{digits}f}") * _SMALL_DIGIT
+        width = max(width, std) if std_below else width + std
     if cell.mark:
         width += 4.5
     return width
 
 
-def _number(cell: Cell, digits: int) -> list[str]:
+def _number(cell: Cell, digits: int, std_below: bool = False) -> list[str]:
     """The tabular cells of one number: [integer part, fraction part + extras] (one cell when ``digits`` is 0)."""
     if not _present(cell.mean):
         return [r"\multicolumn{2}{c}{}"] if digits > 0 else [""]
@@ -124,11 +130,19 @@ def _number(cell: Cell, digits: int) -> list[str]:
         whole, fraction = rf"\textbf{{{whole}}}", (rf"\textbf{{{fraction}}}" if fraction else "")
     whole = ("$-$" if negative else "") + whole
     extra = ""
-    if _present(cell.std):
+    if _present(cell.std) and not std_below:
         extra += rf"{{\footnotesize${{}}\pm{{}}${cell.std:.{digits}f}}}"
     if cell.mark:
         extra += r"\dag{}"
     return [whole, fraction + extra] if digits > 0 else [whole + extra]
+
+
+def _std_line(cell: Cell, digits: int) -> str:
+    """The ± of a number on the line under it, centred across its integer and fraction columns."""
+    span = 2 if digits > 0 else 1
+    if not (_present(cell.mean) and _present(cell.std)):
+        return rf"\multicolumn{{{span}}}{{c}}{{}}"
+    return rf"\multicolumn{{{span}}}{{c}}{{\footnotesize$\pm${cell.std:.{digits}f}}}"
 
 
 def _header(text: str, stacked: bool) -> str:
@@ -208,7 +222,12 @@ def fit(table, text_width: float = TEXT_WIDTH_PT) -> Grid:
     if table.key.startswith("languages:") and _points(drawn, range(len(drawn.columns))) > text_width:
         turned = transposed(table)
         if _points(turned, range(len(turned.columns))) < _points(drawn, range(len(drawn.columns))):
-            return turned
+            drawn = turned
+    if any(_present(c.std) for column in drawn.columns for part in column.parts for c in part):
+        below = copy.copy(drawn)
+        below.std_below = True
+        if len(column_chunks(below, text_width)) < len(column_chunks(drawn, text_width)):
+            return below  # fewer pieces with the ± under the numbers than beside them
     return drawn
 
 
@@ -219,7 +238,7 @@ def _label_points(g: Grid) -> float:
 
 
 def _points(g: Grid, columns) -> float:
-    return _label_points(g) + sum(g.columns[i].points(g.stacked) for i in columns)
+    return _label_points(g) + sum(g.columns[i].points(g.stacked, g.std_below) for i in columns)
 
 
 def column_chunks(g: Grid, text_width: float = TEXT_WIDTH_PT) -> list[list[int]]:
@@ -237,8 +256,9 @@ def column_chunks(g: Grid, text_width: float = TEXT_WIDTH_PT) -> list[list[int]]
     room = text_width - _label_points(g)
     used = 0.0
     for unit in units:
-        for piece in ([unit] if sum(g.columns[i].points(g.stacked) for i in unit) <= room else [[i] for i in unit]):
-            width = sum(g.columns[i].points(g.stacked) for i in piece)
+        widths = {i: g.columns[i].points(g.stacked, g.std_below) for i in unit}
+        for piece in ([unit] if sum(widths.values()) <= room else [[i] for i in unit]):
+            width = sum(widths[i] for i in piece)
             if chunks[-1] and used + width > room:
                 chunks.append([])
                 used = 0.0
@@ -285,8 +305,15 @@ def _tabular(g: Grid, columns: list[int], rows: list[int]) -> list[str]:
         for i in columns:
             column = g.columns[i]
             for cells_of_part, digits in zip(column.parts, column.digits):
-                cells += _number(cells_of_part[r], digits)
+                cells += _number(cells_of_part[r], digits, g.std_below)
         lines.append(" & ".join(cells) + r" \\")
+        if g.std_below and any(_present(g.columns[i].parts[p][r].std) for i in columns
+                               for p in range(len(g.columns[i].parts))):
+            below = [""] * len(g.label_names)
+            for i in columns:
+                column = g.columns[i]
+                below += [_std_line(part[r], digits) for part, digits in zip(column.parts, column.digits)]
+            lines.append(" & ".join(below) + r" \\[1pt]")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return lines
 
@@ -296,7 +323,7 @@ def latex_table(table, text_width: float = TEXT_WIDTH_PT) -> str:
     of columns each, the row labels repeated), one too long likewise (rows split evenly, at most ``MAX_ROWS``)."""
     g = fit(table, text_width)
     chunks = column_chunks(g, text_width)
-    n_blocks = max(1, math.ceil(len(g.rows) / MAX_ROWS))
+    n_blocks = max(1, math.ceil(len(g.rows) * g.lines_per_row() / MAX_ROWS))
     size = max(1, math.ceil(len(g.rows) / n_blocks))
     row_blocks = [list(range(i, min(i + size, len(g.rows)))) for i in range(0, len(g.rows), size)] or [[]]
     pieces = [(columns, rows) for columns in chunks for rows in row_blocks]
