@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from xeval.compat import check_mode as check_compat
 from xeval.controls import check_control, control_parents
 from xeval.errors import ConfigError, UserError
 from xeval.options import check_langs, check_overrides, did_you_mean
@@ -52,6 +53,7 @@ class RunOptions:
     trust_remote_code: bool = False  # run the model repository's own Python code (only when asked)
     mode: str = "finetune"  # "finetune" or "probe": the fine-tuning tasks with the encoder frozen (probe_mode)
     no_cache: bool = False  # encode without the on-disk encoding cache (xeval.cache)
+    compat: str = "none"  # "xtreme": the published XTREME pipeline's quirks (xeval.compat), in every unit's config
 
 
 MAX_SEEDS = 1000
@@ -275,7 +277,9 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         layers=parse_layers(opts.layers, encoder.num_layers),
         export_dir=Path(opts.export_predictions) if opts.export_predictions else None,
         options={"setting": opts.setting, "recipe": dict(opts.recipe), "export_labels": opts.export_labels,
-                 **({"mode": opts.mode} if opts.mode != "finetune" else {}), **opts.options},
+                 **({"mode": opts.mode} if opts.mode != "finetune" else {}),
+                 **({"compat": check_compat(opts.compat)} if check_compat(opts.compat) != "none" else {}),
+                 **opts.options},
         cache=cache,
     )
     if worker.leader:  # one header per command; each rank names its own items below
@@ -503,8 +507,11 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
 def format_tables(records) -> str:
     """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
     unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
-    not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's."""
-    records = probe_mode_chosen(list(records))
+    not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's.
+    Records run under ``--compat xtreme`` are titled "<setting>, compat xtreme"."""
+    from xeval.report.frame import with_compat_setting
+
+    records = with_compat_setting(probe_mode_chosen(list(records)))
     parents = control_parents(records)
     main = [r for r in records if r.unit.model not in parents] or records
     controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}

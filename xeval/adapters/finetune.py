@@ -24,6 +24,8 @@ from torch import nn
 from xeval import distributed, unscored
 from xeval.adapters.training import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
 from xeval.atomic import write_text
+from xeval.compat import RECIPES as COMPAT_RECIPES
+from xeval.compat import mode_of as compat_mode
 from xeval.errors import ConfigError
 from xeval.results import Record, Unit, _slug, stamp
 
@@ -42,6 +44,7 @@ class Family:
         self.encoder = ctx.encoder
         self.tokenizer = ctx.encoder.tokenizer
         self.max_length = min(recipe.max_length, ctx.encoder.max_length)
+        self.compat = compat_mode(ctx)  # "xtreme": reproduce the published pipeline's quirks (xeval.compat)
 
     def setup(self, train_examples: list) -> None:
         """Learn what the family needs from the training data (e.g. the label set)."""
@@ -75,7 +78,7 @@ class Family:
 
     def config(self) -> dict:
         """Family options that decide the numbers (recorded in every result's ``config``)."""
-        return {"max_length": self.max_length}
+        return {"max_length": self.max_length, "compat": self.compat}
 
 
 # --------------------------------------------------------------------------------------------------- data access
@@ -132,7 +135,8 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
     # the command line's overrides that are recipe fields (the others are probe options of the same run, checked
     # by xeval.options before the model loaded)
     overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items() if k.replace("-", "_") in RECIPE_FIELDS}
-    recipe = Recipe.build(family_cls.defaults, card.recipe, overrides)
+    # --compat xtreme sets the recipe fields of XTREME's quirks (selection at save_steps only), under the command line
+    recipe = Recipe.build(family_cls.defaults, card.recipe, COMPAT_RECIPES[compat_mode(ctx)], overrides)
     if setting == "few-shot":  # English fine-tuning, then k target-language examples (xeval/adapters/fewshot.py)
         from xeval.adapters import fewshot
 

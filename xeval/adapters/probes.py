@@ -239,7 +239,9 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     layers = probe_layers(card, ctx)
     if config.get("pooling") == "model":  # what "model" pooling is for this folder (recorded, and in the hash)
         config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
-    config = {**config, "default_layer": default_layer(card, ctx)}
+    from xeval.compat import mode_of
+
+    config = {**config, "default_layer": default_layer(card, ctx), "compat": mode_of(ctx)}
     folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
     limit = (ctx.options or {}).get("max_eval")
     used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config

@@ -167,10 +167,19 @@ class QA(finetune.Family):
                                   self.recipe.n_best_size, self.recipe.max_answer_length)
                 if found is not None:
                     ex = wins[k].example
-                    score, (a, b) = found
+                    score, (a, b), (s, e) = found
                     if ex not in best or score > best[ex][0]:
-                        best[ex] = (score, examples[ex].context[a:b])
+                        best[ex] = (score, self._answer(wins[k], examples[ex].context, a, b, s, e))
         return [best[i][1] if i in best else "" for i in range(len(examples))]
+
+    def _answer(self, win: Window, context: str, a: int, b: int, s: int, e: int) -> str:
+        """The answer text of a predicted span: its characters (default), or under ``--compat xtreme`` what XTREME's
+        ``get_final_text`` makes of its tokens and the whitespace words they touch (``xeval.compat``)."""
+        if self.compat != "xtreme":
+            return context[a:b]
+        from xeval.compat import xtreme_answer
+
+        return xtreme_answer(self.tokenizer, win.input_ids[s : e + 1], context, a, b)
 
     def labelled(self, examples) -> bool:
         from xeval.data.squad import is_label_free
@@ -213,7 +222,10 @@ class QA(finetune.Family):
         r = self.recipe
         return {**super().config(), "doc_stride": r.doc_stride, "max_query_length": r.max_query_length,
                 "max_answer_length": r.max_answer_length, "n_best_size": r.n_best_size,
-                "normalisation": self.normalisation, "answer_text": "character offsets"}
+                "normalisation": self.normalisation,
+                "answer_text": "get_final_text (--compat xtreme)" if self.compat == "xtreme" else "character offsets",
+                **({"do_lower_case": bool(getattr(self.tokenizer, "do_lower_case", False))}
+                   if self.compat == "xtreme" else {})}
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -272,7 +284,7 @@ def _mark_max_context(wins: list[Window]) -> None:
 
 
 def best_span(win: Window, start_logits: list[float], end_logits: list[float], n_best: int, max_answer: int):
-    """(score, (char start, char end)) of the best valid span in one window, or None."""
+    """(score, (char start, char end), (start token, end token)) of the best valid span in one window, or None."""
 
     def top(values):
         return sorted(range(len(values)), key=lambda i: values[i], reverse=True)[:n_best]
@@ -286,7 +298,7 @@ def best_span(win: Window, start_logits: list[float], end_logits: list[float], n
                 continue
             score = start_logits[s] + end_logits[e]
             if found is None or score > found[0]:
-                found = (score, (win.offsets[s][0], win.offsets[e][1]))
+                found = (score, (win.offsets[s][0], win.offsets[e][1]), (s, e))
     return found
 
 

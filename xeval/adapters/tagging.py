@@ -3,10 +3,13 @@
 As XTREME's ``run_tag.py``: the first subword of each word carries the word's label, every other subword and the
 special tokens carry IGNORE_INDEX (no loss); a word's prediction is the argmax at its first subword.
 
-Unlike XTREME (which truncates at ``max_seq_length`` and scores missing words as "O"), a sentence longer than
-the model's limit is split into consecutive windows of whole words and the windows' predictions are re-joined,
-so every word is predicted (docs/conventions.md: "never truncated"). A single word with more subwords than a window holds
-keeps only its first ``max_length - specials`` subwords, which still include the one that is labelled.
+A sentence longer than the model's limit is split into consecutive windows of whole words and the windows'
+predictions are re-joined, so every word is predicted, never truncated. XTREME splits too, before tokenizing for
+the model: ``utils_preprocess.py`` (``panx_tokenize_preprocess`` / ``udpos_tokenize_preprocess``) starts a new
+piece of the sentence whenever the next word's subwords would pass ``max_len`` minus the special tokens (3 for
+XLM-R, else 2), and maps the pieces back with an index file. A single word with more subwords than a window holds
+keeps only its first ``max_length - specials`` subwords here, which still include the one that is labelled (XTREME
+replaces such a word by the unknown token).
 
 Scores: XTREME's ``f1`` is seqeval's chunk F1 (for POS: runs of equal tags are chunks), plus ``precision``,
 ``recall``, and for cards that list it ``token_accuracy`` (per-token POS accuracy, NOT what XTREME reports).
@@ -22,6 +25,7 @@ from torch import nn
 from xeval import console
 from xeval.adapters import finetune
 from xeval.adapters.training import IGNORE_INDEX, batches, head_init, hidden_dropout
+from xeval.compat import SEP_TOKEN_EXTRA
 from xeval.errors import ConfigError
 
 
@@ -72,6 +76,10 @@ class Tagging(finetune.Family):
         super().__init__(card, ctx, recipe)
         self.labels: list[str] = list(card.labels or [])
         self.specials = self.tokenizer.num_special_tokens_to_add(pair=False)
+        # --compat xtreme: XTREME's utils_tag.py closes a RoBERTa-style window with </s></s> (sep_token_extra)
+        model_type = getattr(getattr(self.encoder.model, "config", None), "model_type", None)
+        self.extra_sep = self.compat == "xtreme" and model_type in SEP_TOKEN_EXTRA and self.tokenizer.sep_token_id is not None
+        self.specials += int(self.extra_sep)
         if self.max_length <= self.specials:
             raise ConfigError(f"max_length {self.max_length} leaves no room for words next to special tokens")
 
@@ -128,8 +136,15 @@ class Tagging(finetune.Family):
     def _encode(self, sentences: list[list[str]], spans: list[tuple[int, int, int]]):
         prepared, _ = self._words(sentences)
         words = [prepared[i][s:e] for i, s, e in spans]
-        enc = self.tokenizer(words, is_split_into_words=True, truncation=True, max_length=self.max_length)
-        return enc, [enc.word_ids(k) for k in range(len(spans))]
+        enc = self.tokenizer(words, is_split_into_words=True, truncation=True,
+                             max_length=self.max_length - int(self.extra_sep))
+        word_ids = [enc.word_ids(k) for k in range(len(spans))]
+        if self.extra_sep:
+            for k in range(len(spans)):
+                enc["input_ids"][k].append(self.tokenizer.sep_token_id)
+                enc["attention_mask"][k].append(1)
+                word_ids[k].append(None)
+        return enc, word_ids
 
     @staticmethod
     def _first_subwords(word_ids: list[int | None]) -> list[int]:
@@ -196,7 +211,8 @@ class Tagging(finetune.Family):
         gold = [ex.tags for ex in examples]
         if any(g is None for g in gold):
             raise ConfigError(f"task {self.card.name!r}: {lang} examples carry no gold tags; cannot score them")
-        metrics = dict(chunk_scores(gold, predictions))
+        # --compat xtreme: seqeval 0.0.x's chunk types (CCONJ and SCONJ distinct), as XTREME's 2020 numbers
+        metrics = dict(chunk_scores(gold, predictions, legacy_types=self.compat == "xtreme"))
         if "token_accuracy" in (self.card.metrics or []):
             metrics.update(token_accuracy(gold, predictions))
         return metrics
@@ -218,7 +234,9 @@ class Tagging(finetune.Family):
         return self._tsv([ex.tags or [] for ex in examples])
 
     def config(self) -> dict:
-        return {**super().config(), "labels": self.labels, "label_subword": "first", "long_inputs": "word windows"}
+        return {**super().config(), "labels": self.labels, "label_subword": "first", "long_inputs": "word windows",
+                "chunk_types": "seqeval 0.0.x (whole tag)" if self.compat == "xtreme" else "seqeval 1.x",
+                **({"window_end": "</s></s>"} if self.extra_sep else {})}
 
 
 def run(card, langs, ctx):

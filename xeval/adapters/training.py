@@ -56,6 +56,9 @@ class Recipe:
     precision: str = "fp32"  # "bf16": training forward/backward under bf16 autocast (fp32 weights); eval stays fp32
     max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
     eval_every: int | None = None  # dev evaluation every N steps (besides each epoch end); None = epoch ends only
+    # also select among the weights at each epoch end (xeval's default); False: at every eval_every step only, as
+    # XTREME's --save_steps (--compat xtreme), keeping the last weights when no step was evaluated
+    epoch_end_selection: bool = True
     select: str = "dev"  # "dev": keep the best English-dev weights; "last": keep the final weights
     model_selection: str | None = None  # the cards' wording: "best checkpoint on English dev" -> dev, "last" -> last
     label_first_subword: bool = True  # tagging: the only scheme xeval implements (XTREME's)
@@ -118,6 +121,8 @@ class Recipe:
             raise ConfigError(f"recipe field precision: expected 'fp32' or 'bf16', found {self.precision!r}")
         if self.probe_pooling not in {"mean", "cls"}:
             raise ConfigError(f"recipe field probe_pooling: expected 'mean' or 'cls', found {self.probe_pooling!r}")
+        if isinstance(self.epoch_end_selection, str):
+            self.epoch_end_selection = self.epoch_end_selection.lower() in {"1", "true", "yes"}
         if isinstance(self.label_first_subword, str):
             self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
         if not self.label_first_subword:
@@ -342,11 +347,12 @@ def fine_tune(
                 loss_value = float(loss.detach())
                 bar.set_postfix(loss=f"{loss_value:.3f}")
             bar.update(1)
-            if select and recipe.eval_every and step % recipe.eval_every == 0 and step < total:
+            if select and recipe.eval_every and step % recipe.eval_every == 0 and (
+                    step < total or not recipe.epoch_end_selection):  # the last step: epoch end's check, unless off
                 checkpoint(step)
             if step >= total:
                 break
-        if select and (not curve or curve[-1][0] != step):  # end of an epoch (or of training)
+        if select and recipe.epoch_end_selection and (not curve or curve[-1][0] != step):  # end of an epoch
             checkpoint(step)
     bar.close()
     if world > 1:  # the loss of the step's last micro-batch, as one process reports it

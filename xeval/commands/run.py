@@ -51,6 +51,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train", "few-shot"],
                         help="zero-shot (train on English), translate-train (the card's translated training data) or "
                              "few-shot (English, then --shots target-language examples from dev; scored on test)")
+    parser.add_argument("--compat", default="none", choices=["none", "xtreme"],
+                        help="xtreme: reproduce the published XTREME pipeline's quirks for like-for-like comparison "
+                             "(QA answers through get_final_text, seqeval 0.0.x POS chunk types, XLM-R </s></s> in "
+                             "tagging windows, dev selection at save steps only); recorded in every result")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     parser.add_argument("--mode", default="finetune", choices=["finetune", "probe"],
                         help="finetune (XTREME's protocol, default) or probe: the fine-tuning tasks with the encoder "
@@ -129,7 +133,7 @@ def run(args) -> int:
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-        mode=args.mode, no_cache=args.no_cache,
+        mode=args.mode, no_cache=args.no_cache, compat=args.compat,
     )
     summary = RunSummary()
     problems: list[str] = []

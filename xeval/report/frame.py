@@ -98,6 +98,20 @@ def _with_direction_means(metrics: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def with_compat_setting(records: Iterable[Record]) -> list[Record]:
+    """Records run under ``--compat xtreme`` (``config["compat"]``) get the setting "<setting>, compat xtreme": their
+    own table rows, never averaged with (or taken for) the default mode's, and every table names the mode."""
+    from dataclasses import replace
+
+    out = []
+    for rec in records:
+        mode = (rec.config or {}).get("compat")
+        if mode and mode != "none":
+            rec = replace(rec, unit=replace(rec.unit, setting=f"{rec.unit.setting}, compat {mode}"))
+        out.append(rec)
+    return out
+
+
 def one_per_cell(records: Iterable[Record]) -> list[Record]:
     """One record per table cell (model key, task, language, split, setting, layer, seed), never dropping one
     without a word. The same unit given twice (one run listed twice) counts once, with a warning if the numbers
@@ -141,7 +155,7 @@ def one_per_cell(records: Iterable[Record]) -> list[Record]:
 def long_frame(records: Iterable[Record]) -> pd.DataFrame:
     """One row per (unit, metric), one record per cell (``one_per_cell``)."""
     rows = []
-    for rec in one_per_cell(records):
+    for rec in one_per_cell(with_compat_setting(records)):
         u = rec.unit
         layer = NO_LAYER if u.layer is None else int(u.layer)
         setting = setting_label(u)

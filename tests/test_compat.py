@@ -1,0 +1,144 @@
+"""``--compat xtreme``: the published XTREME pipeline's quirks on worked examples, recorded in every result; the
+default stays the correct behaviour."""
+
+from __future__ import annotations
+
+import pytest
+from torch import nn
+
+from xeval.compat import RECIPES, basic_tokenize, get_final_text, whole_words, xtreme_answer
+
+# An XLM-R-style SentencePiece vocabulary (unigram, "▁" word marks), small enough to write by hand.
+PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁他在", "北京", "大学", "读书", "。", "▁Paris", "▁is", "▁nice", "."]
+CONTEXT = "他在北京大学读书。 Paris is nice."
+
+
+@pytest.fixture(scope="module")
+def spm_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.Unigram([(p, -1.0) for p in PIECES], unk_id=3))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁")
+    backend.decoder = decoders.Metaspace(replacement="▁")
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                   cls_token="<s>", unk_token="<unk>", pad_token="<pad>")
+
+
+def test_get_final_text_widens_a_chinese_answer_to_its_whole_word(spm_tokenizer):
+    """XQuAD-zh style: the model predicts exactly the token 北京. The offsets give 北京; XTREME's get_final_text
+    looks for "北京" in the basic-tokenized word "他 在 北 京 大 学 读 书 。", does not find it (BERT spaces every
+    ideograph) and answers the whole whitespace word, the clause."""
+    enc = spm_tokenizer(CONTEXT, add_special_tokens=False, return_offsets_mapping=True)
+    assert spm_tokenizer.convert_ids_to_tokens(enc["input_ids"][:5]) == ["▁他在", "北京", "大学", "读书", "。"]
+    a, b = enc["offset_mapping"][1]
+    assert CONTEXT[a:b] == "北京"  # xeval's default answer
+    assert xtreme_answer(spm_tokenizer, enc["input_ids"][1:2], CONTEXT, a, b) == "他在北京大学读书。"
+    # English: the word "Paris" comes back exactly (get_final_text finds it and maps it back character by character)
+    p = spm_tokenizer.convert_ids_to_tokens(enc["input_ids"]).index("▁Paris")
+    a, b = enc["offset_mapping"][p]
+    assert xtreme_answer(spm_tokenizer, enc["input_ids"][p : p + 1], CONTEXT, a, b) == "Paris"
+    # and with trailing punctuation inside the whitespace word, the prediction is cut back out of it
+    assert get_final_text("nice", "nice.", False) == "nice" and whole_words(CONTEXT, 19, 23) == "nice."
+    assert basic_tokenize(CONTEXT, False)[:3] == ["他", "在", "北"]
+
+
+def test_compat_qa_answers_through_get_final_text_in_the_family(spm_tokenizer):
+    """The QA family's answer under --compat xtreme is XTREME's; the default is the characters."""
+    from xeval.adapters.qa import QA, Window
+
+    family = QA.__new__(QA)  # only the answer step: tokenizer and mode
+    family.tokenizer = spm_tokenizer
+    enc = spm_tokenizer(CONTEXT, add_special_tokens=False, return_offsets_mapping=True)
+    win = Window(0, enc["input_ids"], [1] * len(enc["input_ids"]), None, enc["offset_mapping"], [])
+    a, b = enc["offset_mapping"][1]
+    for mode, expected in (("none", "北京"), ("xtreme", "他在北京大学读书。")):
+        family.compat = mode
+        assert family._answer(win, CONTEXT, a, b, 1, 1) == expected
+
+
+def test_compat_pos_chunks_keep_cconj_and_sconj_apart(tiny_encoder, data_root, tmp_path):
+    """seqeval 1.x reads CCONJ and SCONJ as one chunk type (CONJ): a gold SCONJ predicted CCONJ counts as right.
+    seqeval 0.0.x (XTREME's 2020 numbers, --compat xtreme) took the whole tag: it is wrong there."""
+    from tests.helpers_transfer import context
+    from xeval.adapters.tagging import Tagging
+    from xeval.adapters.training import Recipe
+    from xeval.data.examples import TaggedSentence
+    from xeval.tasks import load_card
+
+    card = load_card("udpos")
+    gold = [TaggedSentence(["weil", "Hunde"], ["SCONJ", "NOUN"], "de", "test", "x.tsv", 1)]
+    predicted = [["CCONJ", "NOUN"]]
+    scores = {}
+    for mode in ("none", "xtreme"):
+        ctx = context(tiny_encoder, data_root, tmp_path / mode, compat=mode)
+        scores[mode] = Tagging(card, ctx, Recipe()).score(predicted, gold, "de")["f1"]
+    assert scores == {"none": 100.0, "xtreme": 50.0}
+
+
+class _Toy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(1, 2)
+
+    def forward(self, input_ids, attention_mask, labels=None):
+        logits = self.linear(input_ids[:, :1].float())
+        return (nn.functional.cross_entropy(logits, labels), logits)
+
+
+@pytest.mark.parametrize(("mode", "eval_every", "expected"), [
+    ("none", 3, [3, 4, 6, 8]),  # every 3 steps and at each epoch end (4 steps an epoch)
+    ("xtreme", 3, [3, 6]),  # XTREME's --save_steps only
+    ("xtreme", 4, [4, 8]),  # the last step counts when it is a save step
+])
+def test_compat_selects_on_dev_at_save_steps_only(mode, eval_every, expected):
+    from xeval.adapters.training import Recipe, fine_tune
+
+    recipe = Recipe.build({"batch_size": 2, "epochs": 2, "eval_every": eval_every, "learning_rate": 0.1},
+                          RECIPES[mode])
+    features = [{"input_ids": [i % 3, 1], "attention_mask": [1, 1], "labels": i % 2} for i in range(8)]
+    report = fine_tune(_Toy(), features, recipe, seed=1, pad_token_id=0, evaluate=lambda model: 1.0, device="cpu")
+    assert [step for step, _ in report.dev_curve] == expected
+
+
+def test_the_mode_is_recorded_and_part_of_the_units_identity(tiny_encoder, data_root, tmp_path):
+    from tests.helpers_transfer import context
+    from xeval.adapters import tagging
+    from xeval.tasks import load_card
+
+    card = load_card("udpos")
+    fast = {"max_train": 16, "max_dev": 8, "max_eval": 8, "batch_size": 8}
+    records = {}
+    for mode in ("none", "xtreme"):
+        ctx = context(tiny_encoder, data_root, tmp_path / "runs", recipe=fast, compat=mode)
+        [records[mode]] = tagging.run(card, ["en"], ctx)
+    assert records["xtreme"].config["compat"] == "xtreme" and records["none"].config["compat"] == "none"
+    assert records["xtreme"].config["recipe"]["epoch_end_selection"] is False
+    assert records["xtreme"].config["chunk_types"] == "seqeval 0.0.x (whole tag)"
+    assert records["xtreme"].unit.config_hash != records["none"].unit.config_hash  # two records, never one reused
+    from xeval.report.tables import Results
+
+    rows = set(Results(records.values()).stats["setting"])
+    assert rows == {"zero-shot", "zero-shot, compat xtreme"}  # tables name the mode, never average the two
+
+
+def test_a_bad_mode_is_a_config_error():
+    from xeval.compat import check_mode
+    from xeval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--compat: expected one of none, xtreme"):
+        check_mode("xtreme-r")
+
+
+def test_docstring_examples():
+    """The worked examples in the docstrings (get_final_text, whole words, BERT's basic tokenizer; the label-free
+    checks of the official download)."""
+    import doctest
+
+    import xeval.compat
+    import xeval.data.squad
+    import xeval.data.tatoeba
+
+    for module in (xeval.compat, xeval.data.squad, xeval.data.tatoeba):
+        failures, tried = doctest.testmod(module)
+        assert tried and not failures, module.__name__
