@@ -429,5 +429,8 @@ def describe(name: str) -> str:
                        + "; ".join(f"{s}: {' '.join(v)}" for s, v in by_split.items()) + sub)
             out.extend(f"    note: {n}" for n in card.notes)
         return "\n".join(out)
-    raise ConfigError(f"unknown task or suite {name!r}; known tasks: {', '.join(list_cards())}; "
+    from xeval.options import did_you_mean
+
+    raise ConfigError(f"unknown task or suite {name!r}{did_you_mean(name, list_cards() + list_suites())}; "
+                      f"known tasks: {', '.join(list_cards())}; "
                       f"suites: {', '.join(list_suites())}")
