@@ -169,3 +169,14 @@ def test_probe_mode_with_the_random_init_control(tmp_path, data_root):
     models = {r.unit.model.split("@")[0] for r in records}
     assert models == {"tiny", "tiny-random-init"}
     assert "(random init)" in format_tables(records)
+
+
+def test_cache_key_ignores_the_tokenizers_truncation_state(tiny_encoder):
+    """A call with truncation=True changes the fast tokenizer's serialised state; the cache key must not follow."""
+    from xeval.encoders import Encoder
+
+    fresh = Encoder(tiny_encoder.spec)
+    before = fresh.cache_key
+    fresh._cache_key = None
+    fresh.tokenizer(["a b c d e f"], truncation=True, max_length=3)
+    assert fresh.cache_key == before

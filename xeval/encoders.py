@@ -319,7 +319,13 @@ class Encoder:
         tokenizer (the same weights with another vocabulary encode differently), the device type and dtype."""
         if getattr(self, "_cache_key", None) is None:
             backend = getattr(self.tokenizer, "backend_tokenizer", None)
-            tokenizer = backend.to_str() if backend is not None else repr(self.tokenizer)
+            if backend is not None:
+                import json
+
+                # without the truncation / padding state, which each call of the tokenizer sets anew
+                tokenizer = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}
+            else:
+                tokenizer = repr(self.tokenizer)
             self._cache_key = hash_json([self.weights_hash, hash_json(tokenizer), self.device.type,
                                          str(self.model.dtype)])
         return self._cache_key

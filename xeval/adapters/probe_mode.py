@@ -237,7 +237,9 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
     setting = ctx.options.get("setting", "zero-shot")
     if setting != "zero-shot":
         raise ConfigError(f"--mode probe: only --setting zero-shot is implemented (found {setting!r})")
-    recipe = Recipe.build(family_cls.defaults, card.recipe, ctx.options.get("recipe"))
+    overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items()
+                 if k.replace("-", "_") in finetune.RECIPE_FIELDS}  # the others are probe options of the run
+    recipe = Recipe.build(family_cls.defaults, card.recipe, overrides)
     layers = probe_layers(ctx)
     family = family_cls(card, ctx, recipe)
     held_out = held_out_reason(card, ctx)
