@@ -135,10 +135,26 @@ def test_docstring_examples():
     checks of the official download)."""
     import doctest
 
+    import xeval.adapters.finetune
     import xeval.compat
     import xeval.data.squad
     import xeval.data.tatoeba
 
-    for module in (xeval.compat, xeval.data.squad, xeval.data.tatoeba):
+    for module in (xeval.compat, xeval.data.squad, xeval.data.tatoeba, xeval.adapters.finetune):
         failures, tried = doctest.testmod(module)
         assert tried and not failures, module.__name__
+
+
+def test_xnli_uses_xtremes_large_model_learning_rate_and_the_hub_pos_caveat_is_recorded():
+    """train_xnli.sh: 3e-5 for xlm-roberta-large (hidden 1024) and xlm-mlm-100-1280; 2e-5 otherwise. The hub's
+    UD-POS (syntactic words of multi-word tokens, not XTREME's fused forms) says so in every hub record."""
+    from xeval.adapters.finetune import learning_rate_for
+    from xeval.adapters.training import Recipe
+    from xeval.data.hub import identity
+    from xeval.tasks import load_card
+
+    card = load_card("xnli")
+    recipe = Recipe.build(card.recipe)
+    assert [learning_rate_for(recipe, h, {}) for h in (768, 1024, 1280)] == [2e-5, 3e-5, 3e-5]
+    assert learning_rate_for(Recipe.build(card.recipe, {"learning_rate": 1e-5}), 1024, {"learning_rate": 1e-5}) == 1e-5
+    assert "fused surface form" in identity(load_card("udpos"), "de", "test")["note"]

@@ -137,6 +137,7 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
     overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items() if k.replace("-", "_") in RECIPE_FIELDS}
     # --compat xtreme sets the recipe fields of XTREME's quirks (selection at save_steps only), under the command line
     recipe = Recipe.build(family_cls.defaults, card.recipe, COMPAT_RECIPES[compat_mode(ctx)], overrides)
+    recipe.learning_rate = learning_rate_for(recipe, ctx.encoder.hidden_size, overrides)  # recorded with the recipe
     if setting == "few-shot":  # English fine-tuning, then k target-language examples (xeval/adapters/fewshot.py)
         from xeval.adapters import fewshot
 
@@ -148,6 +149,20 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
         for train_lang, group in groups:
             records += _run_group(card, group, train_lang, seed, setting, recipe, ctx, family_cls)
     return records
+
+
+def learning_rate_for(recipe: Recipe, hidden_size: int, overrides: dict) -> float:
+    """The recipe's learning rate for a model of this hidden size: ``learning_rate_for_hidden`` where the card names
+    the size (XTREME's large-model rates), unless the command line gives ``learning_rate``.
+
+    >>> r = Recipe.build({"learning_rate": 2e-5, "learning_rate_for_hidden": {1024: 3e-5}})
+    >>> learning_rate_for(r, 768, {}), learning_rate_for(r, 1024, {}), learning_rate_for(r, 1024, {"learning_rate": 1e-5})
+    (2e-05, 3e-05, 2e-05)
+    """
+    by_hidden = {int(k): float(v) for k, v in (recipe.learning_rate_for_hidden or {}).items()}
+    if hidden_size in by_hidden and "learning_rate" not in overrides:
+        return by_hidden[hidden_size]
+    return recipe.learning_rate
 
 
 def _unit(card, lang: str, seed: int, setting: str, ctx, config_hash: str | None = None) -> Unit:

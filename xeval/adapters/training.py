@@ -42,6 +42,9 @@ class Recipe:
     ``recipe`` and the command line override them, and every field is recorded in each result's ``config``."""
 
     learning_rate: float = 2e-5
+    # the learning rate by the model's hidden size where XTREME's script changes it for large models (XNLI:
+    # train_xnli.sh gives xlm-roberta-large and xlm-mlm-100-1280 3e-5); a --learning-rate override wins
+    learning_rate_for_hidden: dict | None = None
     epochs: float = 3.0
     batch_size: int = 32  # examples per optimiser step (XTREME: 8 per device step x 4 accumulation)
     gradient_accumulation: int | None = None  # split each step into this many micro-batches (same maths)

@@ -44,8 +44,11 @@ def _fill(template: str, card, lang: str) -> str:
 
 def identity(card, lang: str, split: str) -> dict:
     hub = _hub(card)
-    return {"path": hub["path"], "config": _fill(hub["config"], card, lang),
-            "split": (hub.get("splits") or {}).get(split, split), "revision": hub["revision"]}
+    out = {"path": hub["path"], "config": _fill(hub["config"], card, lang),
+           "split": (hub.get("splits") or {}).get(split, split), "revision": hub["revision"]}
+    if hub.get("note"):  # how the hub's data differs from XTREME's files (recorded in every hub record)
+        out["note"] = hub["note"]
+    return out
 
 
 def dataset(card, lang: str, split: str, mirror: Path | None = None):
