@@ -500,7 +500,7 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
     if head and selection:
         body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
     chosen = f"; reported at layer {choice.layer}: {choice.describe()}" if choice is not None else ""
-    title = f"{task} ({setting}; {head or UNSCORED} by layer, hidden_states index{chosen})"
+    title = f"{task} ({setting}; {head or 'label-free: predictions only'} by layer, hidden_states index{chosen})"
     return _grid(title, ["lang", "split", *map(str, layers)], body)
 
 
