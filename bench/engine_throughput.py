@@ -146,6 +146,25 @@ def build_variants(args, tokens, device):
     return variants
 
 
+def profile(variant, batches, rows: int = 18) -> None:
+    """torch.profiler over ``len(batches)`` steps of one variant: operators by self CPU time (forward, backward and
+    the optimiser step), with the share of the step each takes."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for batch in batches:
+            variant.step(batch)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    print(f"\nprofile {variant.name}: {len(batches)} steps, self CPU time by operator ({total / 1e3 / len(batches):.0f} "
+          f"ms a step)")
+    print(f"{'operator':42s} {'calls/step':>10s} {'ms/step':>8s} {'share':>6s}")
+    for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:rows]:
+        print(f"{e.key[:42]:42s} {e.count / len(batches):10.0f} {e.self_cpu_time_total / 1e3 / len(batches):8.1f} "
+              f"{100 * e.self_cpu_time_total / total:5.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--layers", type=int, default=4)
@@ -161,6 +180,8 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true", help="add a torch.compile variant (slow to start)")
     ap.add_argument("--no-bf16", action="store_true", help="skip the bf16 variant")
     ap.add_argument("--no-recipes", action="store_true", help="skip the xlm / infoxlm recipe steps")
+    ap.add_argument("--profile", metavar="V1,V2", help="also print torch.profiler's table of where a step's time goes "
+                    "for these variants (e.g. hf-bert,xeval-bf16), measured after the timed rounds")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -203,6 +224,9 @@ def main() -> None:
           f"(target <= 1.3x), mlm+xlco-ref {med['mlm+xlco-ref'] / med['xeval']:.2f}x"
           + (f"; infoxlm step / xlm step {med['infoxlm'] / med['xlm']:.2f}x"
           if "xlm" in med else ""))  # fmt: skip
+    for name in (args.profile or "").split(","):
+        if name:
+            profile(next(v for v in variants if v.name == name), batches[2 : 2 + args.steps])
     flops = {v.name: v.flops for v in variants}
     print(f"executed FLOPs relative to the MLM step: xlm-e {flops['xlm-e'] / flops['xeval']:.2f}x, mlm+xlco "
           f"{flops['mlm+xlco'] / flops['xeval']:.2f}x" + (f", infoxlm / xlm {flops['infoxlm'] / flops['xlm']:.2f}x"

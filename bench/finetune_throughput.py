@@ -1,16 +1,21 @@
-"""Fine-tuning throughput of xeval's adapters against a plain Hugging Face loop, measured in the same run.
+"""Fine-tuning throughput: XTREME's own recipe, a plain Hugging Face loop and xeval, measured in the same run.
 
 For tagging (UD-POS English) and pair classification (MultiNLI subset), the same training examples go through
 
-- xeval: the adapter's features (word windows, first-subword labels / pair encoding) and ``training.fine_tune``
-  (AdamW, linear schedule, clipping, seeded shuffle, no dev evaluation), with the adapter's head;
-- HF: ``AutoModelForTokenClassification`` / ``AutoModelForSequenceClassification`` from the same folder, the
-  tokenizer's standard encoding, a ``DataLoader`` with transformers' data collator, AdamW + linear schedule +
-  clipping in a hand-written loop.
+- (a) xtreme: ``AutoModelForTokenClassification`` / ``AutoModelForSequenceClassification`` as XTREME's
+  ``run_tag.py`` / ``run_classify.py`` feed it: every batch padded to ``max_seq_length`` 128, 8 examples a pass
+  and 4 passes of gradient accumulation a step (scripts/train_udpos.sh, train_xnli.sh), no sorting;
+- (b) hf: the same models in a plain hand-written loop: the collator pads each batch to its longest, the whole
+  step in one pass;
+- (c) xeval: the adapter's features (word windows, first-subword labels / pair encoding) and
+  ``training.fine_tune`` with the card's recipe (8 x 4 micro-batches as XTREME, batches grouped by length and
+  padded each to its longest, each micro-batch trimmed to its own longest), with the adapter's head.
 
-Both run the same number of optimiser steps with the same batch size. Throughput = training examples per
-second of the training loop (features and models are prepared outside the timer, for both). Repeats are interleaved (xeval,
-HF, HF, xeval, ...) after one warm-up of each; medians are compared. Ratio = xeval / HF (1.0 = as fast).
+All run the same number of optimiser steps of the same 32 examples (AdamW, linear schedule, clipping), so they
+compute the same training maths: padding is masked (no attention, no loss), accumulation sums the same gradient;
+what differs is the batch composition of the shuffle (a different, equally random order) and float rounding.
+Throughput = training examples per second of the training loop (features and models are prepared outside the
+timer). Repeats are interleaved (order reversed every other repeat) after one warm-up of each; medians compared.
 
     python bench/finetune_throughput.py                   # tiny BERT (4 x 128) built on the fly, CPU
     python bench/finetune_throughput.py --model ckpt/ --steps 30 --repeats 5 --batch-size 16 --device cuda
@@ -69,7 +74,9 @@ def xeval_runner(family, features, recipe, device):
     return prepare
 
 
-def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
+def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, accumulation=1):
+    """A hand-written Hugging Face loop: ``DataLoader`` (shuffled) + collator, AdamW, linear schedule, clipping;
+    ``accumulation`` micro-batches of batch_size / accumulation per optimiser step (XTREME: 8 x 4)."""
     import torch
     from torch.utils.data import DataLoader
 
@@ -83,13 +90,16 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
     def train(model):
         optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate, eps=recipe.adam_epsilon)
         scheduler = linear_schedule(optimizer, 0, recipe.max_steps)
-        loader = DataLoader(dataset, batch_size=recipe.batch_size, shuffle=True, collate_fn=collator,
+        loader = DataLoader(dataset, batch_size=recipe.batch_size // accumulation, shuffle=True, collate_fn=collator,
                             generator=torch.Generator().manual_seed(1))
-        step = 0
+        step, micro = 0, 0
         while step < recipe.max_steps:
             for batch in loader:
                 loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
-                loss.backward()
+                (loss / accumulation).backward()
+                micro += 1
+                if micro % accumulation:
+                    continue
                 torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
@@ -99,6 +109,17 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
                     break
 
     return prepare
+
+
+def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, device):
+    """(a) XTREME's recipe: every batch padded to max_seq_length 128, 8 examples x 4 accumulation per step
+    (scripts/train_udpos.sh, train_xnli.sh for base models), unsorted; (b) a plain HF loop: dynamic padding by
+    the collator, the whole step in one pass."""
+    xtreme = hf_runner(auto_cls, folder, num_labels, dataset,
+                       collator_cls(tok, padding="max_length", max_length=recipe.max_length), recipe, device,
+                       accumulation=4)
+    plain = hf_runner(auto_cls, folder, num_labels, dataset, collator_cls(tok), recipe, device)
+    return {"xtreme": xtreme, "hf": plain}
 
 
 def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
@@ -132,9 +153,9 @@ def tagging_pair(encoder, root, recipe_overrides, device):
             labels.append(-100 if w is None or w == previous else family.index[ex.tags[w]])
             previous = w
         dataset.append({"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i], "labels": labels})
-    hf = hf_runner(AutoModelForTokenClassification, encoder.spec, len(family.labels), dataset,
-                   DataCollatorForTokenClassification(tok), recipe, device)
-    return xeval_runner(family, features, recipe, device), hf
+    hf = hf_pair(AutoModelForTokenClassification, encoder.spec, len(family.labels), dataset,
+                 DataCollatorForTokenClassification, tok, recipe, device)
+    return {**hf, "xeval": xeval_runner(family, features, recipe, device)}
 
 
 def classification_pair(encoder, root, recipe_overrides, device):
@@ -149,9 +170,9 @@ def classification_pair(encoder, root, recipe_overrides, device):
     dataset = [{"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i],
                 "token_type_ids": enc["token_type_ids"][i], "labels": family.index[ex.label]}
                for i, ex in enumerate(examples)]
-    hf = hf_runner(AutoModelForSequenceClassification, encoder.spec, len(family.labels), dataset,
-                   DataCollatorWithPadding(tok), recipe, device)
-    return xeval_runner(family, features, recipe, device), hf
+    hf = hf_pair(AutoModelForSequenceClassification, encoder.spec, len(family.labels), dataset,
+                 DataCollatorWithPadding, tok, recipe, device)
+    return {**hf, "xeval": xeval_runner(family, features, recipe, device)}
 
 
 # ------------------------------------------------------------------------------------------------ measurement
@@ -174,10 +195,10 @@ def compare(name: str, runs: dict, examples_per_run: int, repeats: int) -> float
         for key in keys if r % 2 == 0 else keys[::-1]:
             times[key].append(timed(runs[key]))
     rate = {k: examples_per_run / statistics.median(v) for k, v in times.items()}
-    ratio = rate["xeval"] / rate["hf"]
-    print(f"{name:<16} xeval {rate['xeval']:8.1f} ex/s   HF {rate['hf']:8.1f} ex/s   ratio {ratio:.2f}   "
-          f"(medians of {repeats}, {examples_per_run} examples a run)")
-    return ratio
+    print(f"{name:<16} " + "   ".join(f"{k} {rate[k]:7.1f} ex/s" for k in keys)
+          + f"   xeval/xtreme {rate['xeval'] / rate['xtreme']:.2f}   xeval/hf {rate['xeval'] / rate['hf']:.2f}   "
+          f"(medians of {repeats}, {examples_per_run} examples a run)", flush=True)
+    return rate['xeval'] / rate['xtreme']
 
 
 def main(argv=None) -> int:
@@ -192,6 +213,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tasks", default="tagging,classification")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="xeval's recipe precision")
     args = parser.parse_args(argv)
 
     import torch
@@ -206,14 +228,14 @@ def main(argv=None) -> int:
                                                             args.hidden)
     encoder = Encoder(folder, device=args.device)
     n = args.steps * args.batch_size
+    # xeval: the card's own recipe (8 x 4 micro-batches, length-grouped, dynamic padding) over these fields
     recipe = {"max_steps": args.steps, "batch_size": args.batch_size, "max_train": n, "select": "last",
-              "learning_rate": 5e-5, "per_device_batch_size": args.batch_size}
+              "learning_rate": 5e-5, "precision": args.precision}
     print(f"model {encoder.key} ({encoder.num_layers} x {encoder.hidden_size}), device {args.device}, "
           f"{args.threads} thread(s), {args.steps} steps x {args.batch_size}")
     builders = {"tagging": tagging_pair, "classification": classification_pair}
     for name in args.tasks.split(","):
-        xeval_run, hf_run = builders[name](encoder, root, recipe, args.device)
-        compare(name, {"xeval": xeval_run, "hf": hf_run}, n, args.repeats)
+        compare(name, builders[name](encoder, root, recipe, args.device), n, args.repeats)
     return 0
 
 

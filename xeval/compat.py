@@ -26,7 +26,8 @@ from xeval.errors import ConfigError
 
 MODES = ("none", "xtreme")
 # Recipe fields the mode sets (recorded in each result's recipe like any other field).
-RECIPES = {"none": {}, "xtreme": {"epoch_end_selection": False}}
+# XTREME's RandomSampler draws batches without regard to length: no length grouping.
+RECIPES = {"none": {}, "xtreme": {"epoch_end_selection": False, "group_by_length": False}}
 # Model families whose tagging windows XTREME closes with two separator tokens.
 SEP_TOKEN_EXTRA = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "xmod"})
 

@@ -72,7 +72,8 @@ class Window:
 
 class QA(finetune.Family):
     suffix = "json"
-    defaults = {"select": "last", "max_length": 384, "learning_rate": 3e-5}  # run_squad.py keeps the last weights
+    # run_squad.py keeps the last weights; 384-token windows: prediction batches of 64 bound the attention memory
+    defaults = {"select": "last", "max_length": 384, "learning_rate": 3e-5, "eval_batch_size": 64}
 
     def __init__(self, card, ctx, recipe):
         super().__init__(card, ctx, recipe)

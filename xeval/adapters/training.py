@@ -49,7 +49,8 @@ class Recipe:
     batch_size: int = 32  # examples per optimiser step (XTREME: 8 per device step x 4 accumulation)
     gradient_accumulation: int | None = None  # split each step into this many micro-batches (same maths)
     per_device_batch_size: int | None = None  # or give the micro-batch size (batch_size / gradient_accumulation)
-    eval_batch_size: int = 64
+    eval_batch_size: int = 128  # prediction batches are sorted by length, so a large one pads little
+    group_by_length: bool = True  # training batches of similar lengths (seeded), padded each to its longest
     max_length: int = 128  # tokens per input (XTREME: 128; QA 384), capped by the encoder's own limit
     warmup_steps: int = 0
     warmup_ratio: float = 0.0  # used when warmup_steps is 0
@@ -126,6 +127,8 @@ class Recipe:
             raise ConfigError(f"recipe field probe_pooling: expected 'mean' or 'cls', found {self.probe_pooling!r}")
         if isinstance(self.epoch_end_selection, str):
             self.epoch_end_selection = self.epoch_end_selection.lower() in {"1", "true", "yes"}
+        if isinstance(self.group_by_length, str):
+            self.group_by_length = self.group_by_length.lower() in {"1", "true", "yes"}
         if isinstance(self.label_first_subword, str):
             self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
         if not self.label_first_subword:
@@ -220,10 +223,39 @@ def collate(features: Sequence[dict], pad_token_id: int) -> dict[str, torch.Tens
     return batch
 
 
-def batches(features: Sequence[dict], batch_size: int, pad_token_id: int, generator: torch.Generator | None = None):
-    """Batches in a shuffled (when ``generator`` is given) or the original order."""
-    order = torch.randperm(len(features), generator=generator).tolist() if generator else range(len(features))
-    order = list(order)
+MEGA_BATCH = 50  # length grouping sorts within windows of 50 batches (Hugging Face's LengthGroupedSampler)
+
+
+def length_grouped_order(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[int]:
+    """A seeded shuffle in which each batch holds examples of similar length, so dynamic padding pads little.
+
+    As Hugging Face's ``group_by_length``: shuffle, cut into windows of ``MEGA_BATCH`` batches, sort each window by
+    length (longest first, ties in shuffled order), cut it into batches; the batch holding the longest example
+    goes first (an out-of-memory shows at once). Then the batches are shuffled among themselves (same generator),
+    so short and long steps alternate through the epoch instead of sweeping from long to short in every window.
+    Deterministic given the generator's state."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    window = MEGA_BATCH * batch_size
+    grouped: list[list[int]] = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window], key=lambda i: -lengths[i])  # stable: ties keep the shuffle
+        grouped += [chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size)]
+    shuffled = [grouped[k] for k in torch.randperm(len(grouped), generator=generator).tolist()]
+    longest = max(range(len(shuffled)), key=lambda k: lengths[shuffled[k][0]])
+    shuffled[0], shuffled[longest] = shuffled[longest], shuffled[0]
+    return [i for batch in shuffled for i in batch]
+
+
+def batches(features: Sequence[dict], batch_size: int, pad_token_id: int, generator: torch.Generator | None = None,
+            group_by_length: bool = False):
+    """Batches in a shuffled (when ``generator`` is given; length-grouped with ``group_by_length``) or the
+    original order, each padded to its own longest example."""
+    if generator is None:
+        order = list(range(len(features)))
+    elif group_by_length:
+        order = length_grouped_order([len(f["input_ids"]) for f in features], batch_size, generator)
+    else:
+        order = torch.randperm(len(features), generator=generator).tolist()
     for start in range(0, len(order), batch_size):
         yield collate([features[i] for i in order[start : start + batch_size]], pad_token_id)
 
@@ -329,11 +361,12 @@ def fine_tune(
     # data parallel: rank 0 draws the one bar
     bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else tqdm(total=total, disable=True)
     while step < total:
-        for batch in batches(features, recipe.batch_size, pad_token_id, generator):  # collated lazily
+        for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
+                             group_by_length=recipe.group_by_length):
             n = len(batch["input_ids"])
             chunks = [{k: v[i : i + micro] for k, v in batch.items()} for i in range(0, n, micro)]
             for index in range(rank, len(chunks), world):  # one process: every micro-batch
-                chunk = {k: v.to(device) for k, v in chunks[index].items()}
+                chunk = {k: v.to(device) for k, v in trimmed(chunks[index]).items()}
                 torch.manual_seed(_micro_batch_seed(seed, step, index))  # dropout masks independent of the rank
                 with autocast:
                     loss = model(**chunk)[0].float()
@@ -373,6 +406,19 @@ def fine_tune(
         final_loss=None if loss_value is None else round(loss_value, 6),
         duration_s=round(time.perf_counter() - start, 3),
     )
+
+
+def trimmed(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A micro-batch without the padding columns none of its examples uses (a step's batch is padded to its
+    longest example; each micro-batch of it needs only its own longest). Masked positions carry no attention and
+    no loss, so the result is the same up to float rounding."""
+    mask = batch.get("attention_mask")
+    if mask is None or mask.dim() != 2:
+        return batch
+    width = int(mask.sum(dim=1).max())
+    if width == mask.shape[1]:
+        return batch
+    return {k: v[:, :width] if v.dim() == 2 and v.shape[1] == mask.shape[1] else v for k, v in batch.items()}
 
 
 def _micro_batch_seed(seed: int, step: int, index: int) -> int:
