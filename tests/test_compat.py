@@ -114,6 +114,8 @@ def test_the_mode_is_recorded_and_part_of_the_units_identity(tiny_encoder, data_
         [records[mode]] = tagging.run(card, ["en"], ctx)
     assert records["xtreme"].config["compat"] == "xtreme" and records["none"].config["compat"] == "none"
     assert records["xtreme"].config["recipe"]["epoch_end_selection"] is False
+    assert records["xtreme"].config["recipe"]["group_by_length"] is False  # XTREME samples without regard to length
+    assert records["none"].config["recipe"]["group_by_length"] is True
     assert records["xtreme"].config["chunk_types"] == "seqeval 0.0.x (whole tag)"
     assert records["xtreme"].unit.config_hash != records["none"].unit.config_hash  # two records, never one reused
     from xeval.report.tables import Results
