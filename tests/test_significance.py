@@ -98,3 +98,27 @@ def test_minilm_against_its_random_init_and_itself_on_tatoeba(tmp_path, minilm_d
     for row in rows:
         assert float(row["95% CI low"]) <= float(row["score"]) <= float(row["95% CI high"]), row
         assert row["seeds"] == "1" and row["examples"] == "200"
+
+
+def test_intervals_and_tests_read_the_outcomes_of_the_record_the_table_shows(tmp_path, capsys):
+    """A rerun with other settings stores a second record per cell; the table shows the newest, so its interval and
+    its paired test must come from the newest record's outcomes too, not from whichever file was read last (the
+    old config's interval used to be printed around the new score: 34.4 with a CI of 50.0 to 81.2)."""
+    import csv
+    import io
+
+    from xeval.outcomes import Outcomes
+    from xeval.results import Record, Store, Unit
+
+    store = Store(tmp_path / "runs")
+    ids = [str(i) for i in range(8)]
+    # config "aaa" (all wrong) is the newer one; "bbb" (all right) sorts and is read after it
+    for config, stamp, score in (("aaa", "2026-12-01T11:00:00", 0.0), ("bbb", "2026-12-01T10:00:00", 100.0)):
+        for model in ("m@1", "n@2"):
+            unit = Unit(model, "pawsx", "de", "dev", seed=1, config_hash=config)
+            outcomes = Outcomes(ids, [1] * 8, [1] * 8).add("accuracy", "mean", score=[score] * 8)
+            store.put(Record(unit, {"accuracy": score}, 8, provenance={"timestamp": stamp}), outcomes)
+    assert main(["report", str(tmp_path / "runs"), "--table", "ci", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    cells = [tuple(float(r[k]) for k in ("score", "95% CI low", "95% CI high")) for r in rows]
+    assert cells == [(0.0, 0.0, 0.0)] * 2

@@ -152,10 +152,17 @@ def one_per_cell(records: Iterable[Record]) -> list[Record]:
     return kept
 
 
-def long_frame(records: Iterable[Record]) -> pd.DataFrame:
-    """One row per (unit, metric), one record per cell (``one_per_cell``)."""
+def shown_records(records: Iterable[Record]) -> list[Record]:
+    """The records the tables show: compat runs relabelled (``with_compat_setting``), one per cell
+    (``one_per_cell``). Anything read from a record beside its numbers (per-example outcomes) must come from these,
+    or an interval could describe another config's run than the score it is printed next to."""
+    return one_per_cell(with_compat_setting(records))
+
+
+def long_frame(records: Iterable[Record], shown: bool = False) -> pd.DataFrame:
+    """One row per (unit, metric), one record per cell; ``shown``: ``records`` already are ``shown_records``."""
     rows = []
-    for rec in one_per_cell(with_compat_setting(records)):
+    for rec in (records if shown else shown_records(records)):
         u = rec.unit
         layer = NO_LAYER if u.layer is None else int(u.layer)
         setting = setting_label(u)

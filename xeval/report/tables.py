@@ -44,6 +44,7 @@ from xeval.report.frame import (
     pick_split,
     row_label,
     seed_stats,
+    shown_records,
     xtreme_task,
 )
 
@@ -117,8 +118,8 @@ class Results:
         """``rename``: {row label or model key: new label} (``--rename old=new``); ``order``: the models' rows in
         this order (labels or keys, before or after renaming; the others follow in store order)."""
         records = list(records)
-        self.records = records  # per-example outcomes are read from them (confidence intervals)
-        full = long_frame(records)
+        self.records = shown_records(records)  # the records behind the numbers: intervals read their outcomes
+        full = long_frame(self.records, shown=True)
         frame = pick_split(full, split)
         self.controls = {k: v for k, v in control_parents(records).items() if k in set(frame["model"])}
         self.labels = model_labels(frame["model"])

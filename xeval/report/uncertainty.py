@@ -15,7 +15,7 @@ import pandas as pd
 from xeval.errors import UserError
 from xeval.outcomes import MetricOutcomes
 from xeval.report import stats as st
-from xeval.report.frame import DIAGNOSTIC_TASKS, NO_LAYER, headline_metric, lower_is_better
+from xeval.report.frame import DIAGNOSTIC_TASKS, NO_LAYER, headline_metric, lower_is_better, setting_label
 from xeval.report.tables import Table, order_languages, task_title
 
 
@@ -39,7 +39,9 @@ def cells(results) -> list[Cell]:
     by_unit = {}
     for rec in results.records:
         u = rec.unit
-        by_unit[(u.model, u.task, u.lang, u.split, u.setting, NO_LAYER if u.layer is None else u.layer, u.seed)] = rec
+        # The frame's setting column (setting_label: probe mode, compat), so such cells find their records too.
+        by_unit[(u.model, u.task, u.lang, u.split, setting_label(u), NO_LAYER if u.layer is None else u.layer,
+                 u.seed)] = rec
     out = []
     for task in results.tasks():
         if task in DIAGNOSTIC_TASKS:
