@@ -63,7 +63,10 @@ def test_lexicon_precision_at_k(tiny_encoder):
     pairs = [("cat", "cat"), ("house", "house"), ("dog", "dog"), ("dog", "hound")]
     results = list(lexicon_layers(tiny_encoder, pairs, [0, 1, 2]))
     assert [layer for layer, *_ in results] == [0, 1, 2]
-    assert all(m["precision_at_1"] == 100.0 and n_src == 3 and n_tgt == 4 for _, m, n_src, n_tgt in results)
+    assert all(m["precision_at_1"] == 100.0 and n_src == 3 and n_tgt == 4 for _, m, n_src, n_tgt, _ in results)
+    outcomes = results[0][4]  # per source word, reproducing the metric
+    assert outcomes.ids == ["cat", "house", "dog"] and outcomes.gold[2] == ["dog", "hound"]
+    assert float(outcomes.metrics["precision_at_1"].value()) == 100.0
 
 
 def test_bucc_probe_on_a_small_corpus(tiny_encoder, tmp_path):

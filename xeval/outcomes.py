@@ -5,7 +5,8 @@ additive statistics the aggregate is built from lets ``report`` draw bootstrap c
 --significance`` run paired tests without re-running a model. Three aggregates cover the metrics xeval stores:
 
 - ``mean``: the metric is the mean of a per-example score in points (accuracy: 0 or 100 per example; QA EM/F1:
-  the question's max over gold answers × 100; Tatoeba top-1: 0 or 100 per query);
+  the question's max over gold answers × 100; Tatoeba top-1: 0 or 100 per query; lexicon induction: 0 or 100
+  per source word);
 - ``f1``: corpus-level chunk F1 (seqeval, UD-POS and PAN-X) = 100 · 2·Σcorrect / (Σpredicted + Σgold) over
   sentences (chunks never cross a sentence boundary, so the per-sentence counts add up to seqeval's);
 - ``aer``: corpus-level AER (Och & Ney) = 100 · (1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|)) over sentence pairs.

@@ -31,14 +31,30 @@ def word_vectors(encoder, words: list[str], layers: list[int], batch_size: int =
     return out
 
 
+def word_hits(src_vectors: np.ndarray, tgt_vectors: np.ndarray, src_words: list[str], tgt_words: list[str],
+              gold: dict[str, set[str]], ks=(1, 5)) -> tuple[dict[int, np.ndarray], np.ndarray]:
+    """({k: bool [N_src], whether a gold translation is among the word's k nearest targets}, nearest [N_src, k])."""
+    _, nearest = search(src_vectors, tgt_vectors, k=max(ks))  # [N_src, k]
+    hits = {k: np.array([any(tgt_words[j] in gold[w] for j in row[:k] if j >= 0) for w, row in zip(src_words, nearest)],
+                        dtype=bool) for k in ks}
+    return hits, nearest
+
+
 def precision_at_k(src_vectors: np.ndarray, tgt_vectors: np.ndarray, src_words: list[str], tgt_words: list[str],
                    gold: dict[str, set[str]], ks=(1, 5)) -> dict[str, float]:
     """{"precision_at_<k>": percent of source words with a gold translation among their k nearest targets}."""
-    _, nearest = search(src_vectors, tgt_vectors, k=max(ks))  # [N_src, k]
-    out = {}
-    for k in ks:
-        hits = sum(any(tgt_words[j] in gold[w] for j in row[:k] if j >= 0) for w, row in zip(src_words, nearest))
-        out[f"precision_at_{k}"] = 100.0 * hits / max(1, len(src_words))
+    hits, _ = word_hits(src_vectors, tgt_vectors, src_words, tgt_words, gold, ks)
+    return {f"precision_at_{k}": 100.0 * int(h.sum()) / max(1, len(src_words)) for k, h in hits.items()}
+
+
+def lexicon_outcomes(src_words, tgt_words, gold, hits, nearest):
+    """Per source word: gold translations, the nearest target, 0/100 per precision@k."""
+    from xeval.outcomes import Outcomes
+
+    out = Outcomes(list(src_words), [sorted(gold[w]) for w in src_words],
+                   [tgt_words[row[0]] if len(row) and row[0] >= 0 else "" for row in nearest])
+    for k, h in hits.items():
+        out.add(f"precision_at_{k}", "mean", score=100.0 * h)
     return out
 
 
@@ -50,7 +66,8 @@ def _pairs(examples) -> list[tuple[str, str]]:
 
 
 def lexicon_layers(encoder, pairs: list[tuple[str, str]], layers: list[int], batch_size: int = 64):
-    """Yield (layer, metrics) per layer from one encoding of the dictionary's words."""
+    """Yield (layer, metrics, source words, candidates, per-word outcomes) per layer from one encoding of the
+    dictionary's words."""
     gold: dict[str, set[str]] = defaultdict(set)
     for s, t in pairs:
         gold[s].add(t)
@@ -59,8 +76,10 @@ def lexicon_layers(encoder, pairs: list[tuple[str, str]], layers: list[int], bat
     vectors = word_vectors(encoder, src_words + tgt_words, layers, batch_size)
     n = len(src_words)
     for row, layer in enumerate(layers):
-        metrics = precision_at_k(vectors[row, :n], vectors[row, n:], src_words, tgt_words, gold)
-        yield layer, metrics, len(src_words), len(tgt_words)
+        hits, nearest = word_hits(vectors[row, :n], vectors[row, n:], src_words, tgt_words, gold)
+        metrics = {f"precision_at_{k}": 100.0 * int(h.sum()) / max(1, n) for k, h in hits.items()}
+        yield layer, metrics, len(src_words), len(tgt_words), lexicon_outcomes(src_words, tgt_words, gold, hits,
+                                                                               nearest)
 
 
 def run(card, langs, ctx) -> list:
@@ -74,8 +93,9 @@ def run(card, langs, ctx) -> list:
 
     def evaluate(lang, examples, layers):
         pairs = _pairs(examples)
-        for layer, metrics, n_src, n_tgt in lexicon_layers(ctx.encoder, pairs, layers, int(options["batch_size"])):
-            yield probes.LayerResult(layer, metrics, n_src,
+        for layer, metrics, n_src, n_tgt, outcomes in lexicon_layers(ctx.encoder, pairs, layers,
+                                                                     int(options["batch_size"])):
+            yield probes.LayerResult(layer, metrics, n_src, outcomes=outcomes,
                                      extra={"n_source_words": n_src, "n_candidates": n_tgt, "n_pairs": len(pairs)})
 
     return probes.sweep(card, langs, ctx, config, evaluate)
