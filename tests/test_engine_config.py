@@ -8,7 +8,7 @@ from xeval.engine.config import PRESET_DIR, load_config
 from xeval.engine.objectives import OBJECTIVES
 from xeval.errors import ConfigError
 
-PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart"]
+PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart", "general-cpu"]
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -23,7 +23,7 @@ def test_every_preset_resolves_at_every_size(name, size):
         assert cfg.model["relative_attention"] == "gated"
         assert cfg.objectives["mrtd"]["disc_weight"] == 50.0
     # language sampling per paper: XLM-R 0.3, XLM 0.5, XLM-E 0.7
-    assert cfg.data.alpha == {"mlm": 0.3, "xlm": 0.5}.get(name, 0.7)
+    assert cfg.data.alpha == {"mlm": 0.3, "xlm": 0.5, "general-cpu": 0.3}.get(name, 0.7)
 
 
 def test_preset_files_are_all_listed():

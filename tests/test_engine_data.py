@@ -112,7 +112,7 @@ def test_pair_stream_flips_directions_and_resumes(fake):
 
 def test_real_corpora_are_discovered_without_evaluation_text(data_root):
     require_file(data_root, "parallel/gettext_mo/en-de.tsv.gz")
-    pairs, mono = discover(data_root)
+    pairs, mono = discover(data_root, ["general", "gettext", "multi30k", "wmt22"])
     assert {"en-de", "en-zh", "en-ar", "en-cs", "de-fr"} <= set(pairs)
     assert {"en", "de", "zh", "pt", "ja"} <= set(mono)
     every = [str(p) for srcs in pairs.values() for s in srcs for p in s[1:]] + [str(p) for v in mono.values() for p in v]

@@ -30,8 +30,9 @@ from xeval.adapters import probes
 from xeval.data.tatoeba import gold_order_known
 
 # options beyond probes.DEFAULTS (xeval.options checks --set keys against them): --set center=true also scores
-# after mean-centring each language (raw and centred both stored)
-EXTRA_OPTIONS = {"center": False}
+# after mean-centring each language (raw and centred both stored); --set xsim=true adds LASER's margin-based
+# error rates (xsim_*, lower is better; the flores card turns it on)
+EXTRA_OPTIONS = {"center": False, "xsim": False}
 
 # --------------------------------------------------------------------------- retrieval core (plain arrays)
 
@@ -111,6 +112,29 @@ def tatoeba_outcomes(en2xx: np.ndarray, xx2en: np.ndarray, centered: tuple | Non
     return out
 
 
+def margin_predictions(queries: np.ndarray, database: np.ndarray, k: int = 4) -> np.ndarray:
+    """Nearest database row of each query by LASER's ratio margin (Artetxe & Schwenk 2019, "Margin-based Parallel
+    Corpus Mining"; LASER's xsim): margin(x, y) = cos(x, y) / ((mean cos of x to its k nearest database rows +
+    mean cos of y to its k nearest query rows) / 2), k = 4 as xsim's default. queries [Nq, H], database [Nd, H] ->
+    int64 [Nq]. Dense: FLORES/Tatoeba sides are ~1,000 sentences."""
+    q, d = l2_normalize(queries), l2_normalize(database)
+    sims = q @ d.T  # [Nq, Nd] cosine
+    kq, kd = min(k, sims.shape[1]), min(k, sims.shape[0])
+    knn_q = -np.sort(-sims, axis=1)[:, :kq].mean(axis=1)  # [Nq] each query's k nearest database rows
+    knn_d = -np.sort(-sims, axis=0)[:kd, :].mean(axis=0)  # [Nd] each database row's k nearest queries
+    margin = sims / ((knn_q[:, None] + knn_d[None, :]) / 2)
+    return margin.argmax(axis=1).astype(np.int64)
+
+
+def xsim_scores(xx: np.ndarray, en: np.ndarray, k: int = 4) -> dict[str, float]:
+    """xsim-style error rates (percent of queries whose margin-nearest neighbour is not their translation), both
+    directions and their mean; ``xsim`` = en→xx like ``accuracy``."""
+    gold = np.arange(len(xx))
+    en_xx = 100.0 - accuracy(margin_predictions(en, xx, k), gold)
+    xx_en = 100.0 - accuracy(margin_predictions(xx, en, k), gold)
+    return {"xsim": en_xx, "xsim_en_xx": en_xx, "xsim_xx_en": xx_en, "xsim_mean": (en_xx + xx_en) / 2}
+
+
 def center(x: np.ndarray) -> np.ndarray:
     """x [N, H] minus its mean vector: one language's sentences centred on their own mean (Libovický et al.
     2020, "On the Language Neutrality of Pre-trained Multilingual Representations"), which removes what the
@@ -141,6 +165,8 @@ def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: li
         xx, en = vectors[row, :n], vectors[row, n:]
         en2xx, xx2en = both_directions(xx, en)
         metrics = direction_scores(en2xx, xx2en)
+        if options.get("xsim"):
+            metrics.update(xsim_scores(xx, en))
         centered = None
         if options.get("center"):
             centered = both_directions(center(xx), center(en))
@@ -159,6 +185,7 @@ def run(card, langs, ctx) -> list:
         "index": "faiss.IndexFlatIP (exact)",
         "official_direction": "en->xx (English queries, xx indexed)",
         **({"center": "centered_* metrics: each side minus its own mean vector"} if options["center"] else {}),
+        **({"xsim": "xsim_* = error rate (%) of LASER's ratio-margin nearest neighbour, k=4"} if options["xsim"] else {}),
     }
 
     def evaluate(lang, pairs, layers):

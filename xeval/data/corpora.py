@@ -1,7 +1,8 @@
 """Pre-training corpora, read lazily (iterators) because they can be large; ``.gz`` files are decompressed on the fly.
 
 - ``iter_parallel_tsv``: gettext pairs ``en-xx.tsv.gz``: ``msgid<TAB>msgstr<TAB>catalog``, an optional first line
-  starting with ``#`` as header.
+  starting with ``#`` as header; the general-domain pool's ``English<TAB>xx<TAB>source tag<TAB>licence tag``
+  (``parallel/general/``) reads the same way, the source tag as domain (the licence tag is not needed for training).
 - ``iter_line_aligned``: two line-aligned files (Multi30k ``train.en.gz``/``train.de.gz``, WMT ``*.src.de`` /
   ``*.ref.A.en``, FLORES); unequal lengths are a ``DataError`` at the first line one file lacks.
 - ``iter_monolingual``: one paragraph a line (Debian man pages: ``### <package>:<section>/<page>`` header lines and
@@ -35,9 +36,9 @@ def iter_parallel_tsv(path: str | Path) -> Iterator[ParallelPair]:
         if not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) not in (2, 3):
+        if len(fields) not in (2, 3, 4):
             raise DataError(
-                path, number, f"expected src<TAB>tgt<TAB>catalog, found {len(fields)} tab-separated fields"
+                path, number, f"expected src<TAB>tgt<TAB>catalog[<TAB>licence], found {len(fields)} tab-separated fields"
             )
         if ncols and len(fields) != ncols:
             raise DataError(
@@ -46,7 +47,7 @@ def iter_parallel_tsv(path: str | Path) -> Iterator[ParallelPair]:
         ncols = len(fields)
         if not fields[0].strip() or not fields[1].strip():
             raise DataError(path, number, "expected text on both sides, found an empty side")
-        yield ParallelPair(fields[0], fields[1], fields[2] if ncols == 3 else "", number)
+        yield ParallelPair(fields[0], fields[1], fields[2] if ncols >= 3 else "", number)
 
 
 def iter_line_aligned(a: str | Path, b: str | Path) -> Iterator[tuple[str, str]]:

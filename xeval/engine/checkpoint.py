@@ -37,6 +37,36 @@ def export_model(encoder, out: Path) -> None:
             os.replace(Path(tmp) / name, out / name)
 
 
+STEP_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "xeval_tokenizer.json")
+
+
+def step_dir(out: Path, step: int) -> Path:
+    """Where ``train.export_every`` puts the encoder of ``step``: ``<out>/steps/step-NNNNNNN/``."""
+    return Path(out) / "steps" / f"step-{step:07d}"
+
+
+def export_step(encoder, out: Path, step: int, card: dict) -> Path:
+    """A loadable checkpoint of ``step`` in ``step_dir``: config.json, model.safetensors, the tokenizer files of
+    ``out`` and ``xeval_pretrain.json`` (``card`` with the step). Written under a temporary name and renamed, so
+    a series never holds a half-written step; an existing step (a resumed run passing it again) is replaced."""
+    final = step_dir(out, step)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
+    try:
+        export_model(encoder, tmp)
+        for name in STEP_FILES:
+            if (out / name).is_file():
+                shutil.copyfile(out / name, tmp / name)
+        write_json(tmp / "xeval_pretrain.json", {**card, "step": step})
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
 def save_state(out: Path, step: int, model, optimizer, extra: dict, keep: int = 2) -> Path:
     state_root = out / "state"
     state_root.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,8 @@ class DataConfig:
     root: str | None = None  # the corpora's folder; None: $XEVAL_DATA or ../shared/data (shared layout only)
     layout: str = "shared"  # shared: ../shared/data's corpora, chosen by name below | synthetic: a synthetic world
     # (xeval synth) or any folder laid out like one: monolingual/<lang>.txt[.gz], parallel/<a>-<b>.tsv[.gz]
-    parallel: list = field(default_factory=lambda: ["gettext", "multi30k", "wmt22"])  # shared layout only
+    # shared layout only: general (parallel/general, the general-domain pool), gettext, multi30k, wmt22
+    parallel: list = field(default_factory=lambda: ["general"])
     monolingual: list = field(default_factory=lambda: ["manpages", "fortunes"])  # shared layout only
     languages: list | None = None  # keep only these (pairs en-xx with xx listed); None: all
     alpha: float = 0.7
@@ -76,6 +77,8 @@ class TrainConfig:
     log_every: int = 10
     save_every: int = 100
     keep: int = 2  # resumable states kept
+    export_every: int | None = None  # also export a loadable encoder every this many steps (and the initial weights,
+    # step 0: the random-init control) into <out>/steps/step-NNNNNNN/, for curves over training
     stop_after: int | None = None  # stop (with a checkpoint) after this step: simulates an interruption
 
 
@@ -138,6 +141,9 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
     for key in ("log_every", "save_every", "keep"):
         need(isinstance(getattr(tc, key), int) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key),
              "an integer >= 1")
+    need(tc.export_every is None or (isinstance(tc.export_every, int) and not isinstance(tc.export_every, bool)
+                                     and tc.export_every >= 1), "train.export_every", tc.export_every,
+         "an integer >= 1 or null")
     need(tc.threads is None or (isinstance(tc.threads, int) and tc.threads >= 1), "train.threads", tc.threads,
          "an integer >= 1 or null")
     need(isinstance(kc.vocab_size, int) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,

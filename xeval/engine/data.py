@@ -3,7 +3,10 @@
 Only ``parallel/`` and ``monolingual/`` of a data root are ever read (never evaluation text). Two layouts
 (``data.layout``):
 
-- ``shared`` (the shared data layout): pairs are gettext UI strings (``parallel/gettext_mo/en-xx.tsv.gz``), Multi30k
+- ``shared`` (the shared data layout): pairs are the general-domain pool (``general``, the default:
+  ``parallel/general/en-xx.tsv.gz``, WMT news, NTREX, TICO-19, XPersona, Multi30k ...; its Traditional Chinese file
+  ``en-zh-Hant`` joins ``en-zh``, as Tatoeba's Chinese is largely Traditional), gettext UI strings
+  (``parallel/gettext_mo/en-xx.tsv.gz``), Multi30k
   train+val (line-aligned ``train.xx.gz``), WMT22 general test sets (``generaltest2022.a-b.src.a`` + ``.ref.A.b``),
   keyed ``en-xx`` (English first); monolingual text is Debian man pages and fortunes (``<lang>.txt.gz``, one
   paragraph a line);
@@ -114,17 +117,26 @@ def _as_triple(item) -> tuple[str, str, str]:
 MONO_LANG = {"zh_CN": "zh", "pt-br": "pt"}  # file stem -> language code
 
 
-def discover(root: Path, parallel=("gettext", "multi30k", "wmt22"), monolingual=("manpages", "fortunes")):
+PARALLEL_CORPORA = ("general", "gettext", "multi30k", "wmt22")
+DEFAULT_PARALLEL = ("general",)  # the general-domain pool: everyday text, like the evaluation sets' domain
+GENERAL_KEY = {"en-zh-Hant": "en-zh"}  # Traditional Chinese (NTREX) joins Chinese: one code per language
+
+
+def discover(root: Path, parallel=DEFAULT_PARALLEL, monolingual=("manpages", "fortunes")):
     """Map the shared data to sources: ``pairs[key] = [(kind, paths...)]``, ``mono[lang] = [path, ...]``."""
     root = Path(root)
     pairs: dict[str, list[tuple]] = defaultdict(list)
     mono: dict[str, list[Path]] = defaultdict(list)
-    known_p, known_m = {"gettext", "multi30k", "wmt22"}, {"manpages", "fortunes"}
+    known_p, known_m = set(PARALLEL_CORPORA), {"manpages", "fortunes"}
     for name in set(parallel) - known_p:
         raise ConfigError(f"unknown parallel corpus {name!r}; expected one of {sorted(known_p)}")
     for name in set(monolingual) - known_m:
         raise ConfigError(f"unknown monolingual corpus {name!r}; expected one of {sorted(known_m)}")
     par = root / "parallel"
+    if "general" in parallel:
+        for f in sorted((par / "general").glob("en-*.tsv.gz")):
+            stem = f.name[: -len(".tsv.gz")]
+            pairs[GENERAL_KEY.get(stem, stem)].append(("tsv", f))
     if "gettext" in parallel:
         for f in sorted((par / "gettext_mo").glob("en-*.tsv.gz")):
             pairs[f.name.split(".")[0]].append(("tsv", f))
@@ -280,9 +292,20 @@ class Corpora:
     report: dict[str, dict[str, Counter]] = field(default_factory=dict)  # "pairs"/"mono" -> key -> Counter
     pairs_in_mono: bool = False  # the sides of the pairs were added to ``mono`` already
 
+    def mix_lines(self, tokenizer) -> list[str]:
+        """The monolingual (MLM) text per language: lines from the monolingual corpora, lines from the pairs'
+        sides, and the tokens they make (``tokenizer``, no special tokens) -- what the MLM stream samples from."""
+        out = []
+        for lang, rows in sorted(self.mono.items()):
+            c = self.report.get("mix", {}).get(lang, Counter())
+            tokens = sum(len(e.ids) for e in tokenizer.encode_batch(rows, add_special_tokens=False))
+            out.append(f"mono mix {lang:6s} lines {len(rows):7d} (monolingual corpora {c['monolingual']:7d}, "
+                       f"pair sides {c['pair_sides']:7d}) tokens {tokens:9d}")
+        return out
+
     def log_lines(self) -> list[str]:
         out = []
-        for kind in ("pairs", "mono"):
+        for kind in ("pairs", "mono"):  # "mix" is mix_lines' (it needs the tokenizer)
             for key, c in sorted(self.report.get(kind, {}).items()):
                 total = sum(c.values())
                 dropped = ", ".join(f"{r} {n}" for r, n in sorted(c.items()) if r not in ("kept", "heldout") and n)
@@ -295,7 +318,7 @@ class Corpora:
 
 def load_corpora(
     root: Path,
-    parallel=("gettext", "multi30k", "wmt22"),
+    parallel=DEFAULT_PARALLEL,
     monolingual=("manpages", "fortunes"),
     languages: list[str] | None = None,
     clean: CleanConfig | None = None,
@@ -352,12 +375,14 @@ def load_corpora(
         report["mono"][lang] = counts
         if out:
             mono[lang] = out
+    report["mix"] = {lang: Counter(monolingual=len(rows)) for lang, rows in mono.items()}
     if pairs_as_mono:  # the sides of pairs join their language's monolingual lines (each distinct line once)
         for key, rows in pairs.items():
             for side, lang in enumerate(key.split("-")):
                 seen = set(mono.get(lang, ()))
                 extra = [r[side] for r in rows if r[side] not in seen and not seen.add(r[side])]
                 mono[lang] = mono.get(lang, []) + extra
+                report["mix"].setdefault(lang, Counter())["pair_sides"] += len(extra)
     return Corpora(pairs, mono, report, pairs_in_mono=pairs_as_mono)
 
 

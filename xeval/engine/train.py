@@ -279,7 +279,8 @@ def export_random_init(cfg: PretrainConfig, out: str | Path, echo=None) -> dict:
 
 
 # What --resume may change: the step / time budget and how often to log and save (none of them changes a number).
-RESUME_MAY_CHANGE = ("steps", "stop_after", "threads", "log_every", "max_seconds", "save_every", "keep")
+RESUME_MAY_CHANGE = ("steps", "stop_after", "threads", "log_every", "max_seconds", "save_every", "keep",
+                     "export_every")
 
 
 def config_diff(before: dict, after: dict, prefix: str = "") -> str:
@@ -343,6 +344,9 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         log.line(line)
     tok = prepare_tokenizer(cfg, out, root, corpora, log, rank, world)
     tokens = TokenInfo.from_tokenizer(tok)
+    if "mono" in needs:
+        for line in corpora.mix_lines(tok):
+            log.line(line)
 
     mono = MonoStream(corpora.mono, tok, dc.seq_len, dc.alpha, tc.seed) if "mono" in needs else None
     pairs = PairStream(corpora.pairs, tok, dc.pair_max_side, dc.alpha, tc.seed) if "pairs" in needs else None
@@ -426,6 +430,15 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             dist.broadcast(flag, src=0)
         return bool(flag.item())
 
+    def export_series(step: int) -> None:  # train.export_every: the checkpoint series for curves over training
+        if rank == 0:
+            card = {"config": cfg.to_dict(), "elapsed_s": round(elapsed(), 1),
+                    "note": "a step of the checkpoint series (train.export_every); step 0 = the initial weights"}
+            path = ckpt.export_step(model.encoder, out, step, card)
+            log.line(f"exported step {step} to {path}")
+
+    if tc.export_every and start == 0:
+        export_series(0)
     flops_per_token = None
     window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
     last_stats: dict = {}
@@ -518,6 +531,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
                    f"{dt / window['steps']:.2f} s/step")  # fmt: skip
             log.line(msg)
             window = {"t": time.perf_counter(), "tokens": 0, "steps": 0, "stats": {}}
+        if tc.export_every and (step % tc.export_every == 0 or done):
+            export_series(step)
         if step % tc.save_every == 0 or done or step == tc.stop_after:
             save(step)
         if tc.stop_after is not None and step >= tc.stop_after:

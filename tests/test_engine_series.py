@@ -1,0 +1,91 @@
+"""Checkpoint series (train.export_every): one loadable encoder per step under <out>/steps/step-NNNNNNN/, step 0 =
+the initial weights (the random-init control), resume-aware; and the general-domain pool as an engine corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tests.helpers_engine import make_data_root, micro_config
+
+MLM = {"mlm": {"weight": 1.0, "mask_prob": 0.15}}
+
+
+def _states(encoder) -> torch.Tensor:
+    batch = encoder.tokenize_texts(["the cat sleeps on the red book"])
+    with torch.no_grad():
+        return encoder.forward(batch["input_ids"], batch["attention_mask"])[-1]
+
+
+def test_export_every_writes_a_loadable_series_with_step_zero_random_init(tmp_path):
+    from xeval.encoders import Encoder
+    from xeval.engine.train import export_random_init, pretrain
+
+    root = make_data_root(tmp_path / "data")
+    out = tmp_path / "run"
+    pretrain(micro_config(root, MLM, steps=5, export_every=2), out)
+    steps = sorted(p.name for p in (out / "steps").iterdir())
+    assert steps == ["step-0000000", "step-0000002", "step-0000004", "step-0000005"]  # every 2, and the last
+    for name in steps:
+        card = json.loads((out / "steps" / name / "xeval_pretrain.json").read_text())
+        assert card["step"] == int(name.split("-")[1])
+        assert (out / "steps" / name / "tokenizer.json").is_file()
+    # the last step's weights are the run's exported model; step 0 the random-init control of the same seed
+    last = Encoder(str(out / "steps" / "step-0000005"))
+    final = Encoder(str(out))
+    a, b = _states(last), _states(final)
+    assert torch.equal(a, b)
+    control = tmp_path / "control"
+    export_random_init(micro_config(root, MLM, steps=5), control)
+    step0 = Encoder(str(out / "steps" / "step-0000000"))
+    c = Encoder(str(control))
+    x, y = _states(step0), _states(c)
+    assert torch.equal(x, y)
+    assert not torch.equal(x, a)
+
+
+def test_export_every_resumes_without_rewriting_step_zero(tmp_path):
+    from xeval.engine.train import pretrain
+
+    root = make_data_root(tmp_path / "data")
+    out = tmp_path / "run"
+    pretrain(micro_config(root, MLM, steps=4, export_every=2, stop_after=2, save_every=2), out)
+    before = (out / "steps" / "step-0000000" / "model.safetensors").stat().st_mtime_ns
+    pretrain(micro_config(root, MLM, steps=4, export_every=2, save_every=2), out, resume=True)
+    assert sorted(p.name for p in (out / "steps").iterdir()) == ["step-0000000", "step-0000002", "step-0000004"]
+    assert (out / "steps" / "step-0000000" / "model.safetensors").stat().st_mtime_ns == before
+
+
+def test_export_every_must_be_positive(tmp_path):
+    from xeval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.export_every"):
+        micro_config(tmp_path, MLM, export_every=0)
+
+
+def test_general_pool_is_the_default_corpus_and_joins_traditional_chinese(data_root):
+    from tests.conftest import require_file
+    from xeval.engine.config import DataConfig
+    from xeval.engine.data import discover
+
+    require_file(data_root, "parallel/general/en-zh-Hant.tsv.gz")
+    assert DataConfig().parallel == ["general"]
+    pairs, _ = discover(data_root, DataConfig().parallel, ())
+    assert len(pairs) == 36 and "en-jv" not in pairs  # the 36 Tatoeba languages minus jv, plus cs
+    assert [s[1].name for s in pairs["en-zh"]] == ["en-zh-Hant.tsv.gz", "en-zh.tsv.gz"]
+
+
+def test_general_pool_reads_four_columns_and_logs_the_mix(data_root):
+    from tests.conftest import require_file
+    from xeval.engine.data import load_corpora
+
+    require_file(data_root, "parallel/general/en-af.tsv.gz")
+    c = load_corpora(data_root, ["general"], ["fortunes"], languages=["af", "de"], max_lines=300,
+                     pairs_as_mono=True)
+    assert set(c.pairs) == {"en-af", "en-de"} and len(c.pairs["en-af"]) == 300
+    en, de = c.report["mix"]["en"], c.report["mix"]["de"]
+    assert en["pair_sides"] > 0  # the pairs' English sides (each distinct line once)
+    assert de["monolingual"] == 300 and de["pair_sides"] > 0
+    assert "af" in c.report["mix"] and c.report["mix"]["af"]["monolingual"] == 0  # no Afrikaans fortunes
