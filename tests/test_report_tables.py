@@ -253,3 +253,14 @@ def test_the_xtreme_score_counts_nine_tasks_and_the_seven_task_mean_is_named_apa
     # without Tatoeba there is no XTREME score, only the 7-task mean
     partial = summary_table(Results([r for r in records if r.unit.task != "tatoeba"])).mean.loc["alpha"]
     assert "XTREME score" not in partial.index and partial["Avg (7 tasks)"] == pytest.approx(441.35 / 7)
+
+
+def test_a_store_of_only_unscored_records_says_so():
+    """An official XTREME download's test files carry no labels: every record is unscored. The error must say
+    that (and point at xeval score), not that the store holds no records."""
+    from xeval.report.frame import long_frame
+
+    with pytest.raises(UserError, match="hold 2 record.*all unscored.*xeval score"):
+        long_frame([rec(A, "pawsx", "de", {}), rec(A, "pawsx", "fr", {})])
+    with pytest.raises(UserError, match="no result records found"):
+        long_frame([])

@@ -162,13 +162,18 @@ def shown_records(records: Iterable[Record]) -> list[Record]:
 def long_frame(records: Iterable[Record], shown: bool = False) -> pd.DataFrame:
     """One row per (unit, metric), one record per cell; ``shown``: ``records`` already are ``shown_records``."""
     rows = []
-    for rec in (records if shown else shown_records(records)):
+    records = records if shown else shown_records(records)
+    for rec in records:
         u = rec.unit
         layer = NO_LAYER if u.layer is None else int(u.layer)
         setting = setting_label(u)
         for metric, value in _with_direction_means(rec.metrics).items():
             rows.append((u.model, u.task, u.lang, u.split, setting, layer, int(u.seed), metric, float(value)))
     frame = pd.DataFrame(rows, columns=[*UNIT_COLUMNS, "metric", "value"])
+    if frame.empty and records:
+        # Label-free test files (an official XTREME download) give records with no metrics: nothing to tabulate.
+        raise UserError(f"the given runs hold {len(records)} record(s), all unscored (their labels are withheld): "
+                        "score the submission of xeval run --export-predictions with xeval score --labels DIR")
     if frame.empty:
         raise UserError("no result records found in the given runs")
     return frame.drop_duplicates([*UNIT_COLUMNS, "metric"], keep="last").reset_index(drop=True)
