@@ -89,3 +89,55 @@ def test_general_pool_reads_four_columns_and_logs_the_mix(data_root):
     assert en["pair_sides"] > 0  # the pairs' English sides (each distinct line once)
     assert de["monolingual"] == 300 and de["pair_sides"] > 0
     assert "af" in c.report["mix"] and c.report["mix"]["af"]["monolingual"] == 0  # no Afrikaans fortunes
+
+
+@pytest.mark.slow
+def test_run_over_a_series_then_plot_steps(tmp_path, data_root, capsys):
+    from xeval.cli import main
+    from xeval.engine.train import pretrain
+    from xeval.results import Store
+
+    root = make_data_root(tmp_path / "data")
+    out = tmp_path / "ckpt"
+    pretrain(micro_config(root, MLM, steps=4, export_every=2), out)
+    runs = tmp_path / "runs"
+    args = ["run", "--model", str(out / "steps" / "*"), "--suite", "probes", "--tasks", "tatoeba", "--langs", "de",
+            "--data", str(data_root), "--out", str(runs), "--max-eval", "30", "--layers", "all", "--threads", "1"]
+    assert main(args) == 0
+    records = [r for r in Store(runs).records() if r.unit.task == "tatoeba"]
+    steps = {r.unit.model: r.model["step"] for r in records}
+    assert sorted(steps.values()) == [0, 2, 4]  # one model key per checkpoint, its step recorded
+    assert all(key.startswith(f"step-{step:07d}@") for key, step in steps.items())
+    assert len([r for r in records if r.unit.split == "test"]) == 3 * 3  # 3 checkpoints x hidden states 0..2
+    capsys.readouterr()
+    assert main(args[:2] + [str(out / "steps")] + args[3:]) == 0  # the folder form: everything stored, reused
+    assert len([r for r in Store(runs).records() if r.unit.task == "tatoeba"]) == len(records)
+    assert main(["report", str(runs), "--plot", "steps", "--figures", str(tmp_path / "fig")]) == 0
+    assert (tmp_path / "fig" / "steps.png").stat().st_size > 0 and (tmp_path / "fig" / "steps.pdf").is_file()
+
+
+def test_series_glob_matching_nothing_is_one_line(tmp_path, capsys):
+    from xeval.cli import main
+
+    assert main(["run", "--model", str(tmp_path / "nothing" / "*"), "--suite", "probes"]) == 2
+    err = capsys.readouterr().err
+    assert "matches no checkpoint" in err and "Traceback" not in err
+
+
+def test_series_steps_control_is_step_zero_only_without_a_step_zero_checkpoint():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from xeval.report.plots import series_steps
+
+    def results(models, controls):
+        records = [SimpleNamespace(unit=SimpleNamespace(model=m), model={"step": s} if s is not None else {})
+                   for m, s in models]
+        frame = pd.DataFrame({"model": [m for m, _ in models], "setting": ["zero-shot"] * len(models)})
+        return SimpleNamespace(records=records, sweep=frame, row=lambda m, s: m, control_rows=lambda: controls)
+
+    with_control = results([("a", 10), ("b", 20), ("ctl", None)], {"ctl": "a"})
+    assert series_steps(with_control) == {"a": 10, "b": 20, "ctl": 0}
+    own_zero = results([("z", 0), ("a", 10), ("ctl", None)], {"ctl": "a"})
+    assert series_steps(own_zero) == {"z": 0, "a": 10}

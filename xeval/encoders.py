@@ -331,6 +331,21 @@ class Encoder:
         return self._cache_key
 
     @property
+    def series_step(self) -> int | None:
+        """The training step of a checkpoint-series member (``<run>/steps/step-NNNNNNN/``, written by the engine's
+        ``train.export_every``: its ``xeval_pretrain.json`` has ``step``), else None."""
+        if not self.is_local or self.control:
+            return None
+        card = Path(self.spec) / "xeval_pretrain.json"
+        try:
+            import json
+
+            step = json.loads(card.read_text(encoding="utf-8")).get("step") if card.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+    @property
     def name(self) -> str:
         base = self.label or (Path(self.spec.rstrip("/")).name if self.is_local else self.spec.replace("/", "__"))
         return f"{base}-{self.control['control']}" if self.control else base
@@ -350,6 +365,7 @@ class Encoder:
             "hidden_size": self.hidden_size,
             **self.settings(),
             **({"name": self.label} if self.label else {}),
+            **({"step": self.series_step} if self.series_step is not None else {}),
             **({"trust_remote_code": True} if getattr(self, "trust_remote_code", False) else {}),
             **(self.control or {}),
         }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from pathlib import Path
 
 NAME = "run"
 HELP = "evaluate a model on a suite: fine-tune on English, test every language, store and print the results"
@@ -23,7 +25,9 @@ _RECIPE_FLAGS = {
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", required=True, metavar="MODEL", help="hub id, local Hugging Face folder or engine checkpoint")
+    parser.add_argument("--model", required=True, metavar="MODEL",
+                        help="hub id, local Hugging Face folder or engine checkpoint; a glob ('ckpt/steps/*') or a "
+                             "folder of checkpoints (an engine run's steps/) evaluates each, one model key apiece")
     parser.add_argument("--suite", required=True, metavar="NAME|FILE",
                         help="suite name (xeval tasks lists them), e.g. xtreme, xtreme-mini, or a suite YAML file")
     parser.add_argument("--tasks", metavar="T1,T2", help="comma-separated tasks of the suite (default: all)")
@@ -123,8 +127,12 @@ def run(args) -> int:
         if not eq or not key.strip():
             raise UserError(f"--set: expected KEY=VALUE, found {item!r}")
         recipe[key.strip()] = value.strip()
+    models = expand_models(args.model)
+    if len(models) > 1:
+        print(f"xeval run: {len(models)} checkpoints from {args.model}: {', '.join(Path(m).name for m in models)}",
+              flush=True)
     opts = RunOptions(
-        model=args.model, suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
+        model=models[0], suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
         seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
         setting=args.setting, recipe=recipe,
@@ -137,8 +145,11 @@ def run(args) -> int:
     )
     summary = RunSummary()
     problems: list[str] = []
-    records = run_suite(opts, on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
-                        summary=summary, problems=problems)
+    records = []
+    for model in models:  # each checkpoint its own model key (resume-aware: stored units are skipped)
+        records += run_suite(dataclasses.replace(opts, model=model),
+                             on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
+                             summary=summary, problems=problems)
     worker = detect(opts.shard)
     if not worker.leader:
         return 2 if problems else 0  # rank 0 prints the tables of the whole run
@@ -151,6 +162,31 @@ def run(args) -> int:
     for problem in problems:  # e.g. a training file the data folder lacks: everything else ran
         print(f"xeval run: error: {problem}", file=sys.stderr)
     return 2 if problems else 0
+
+
+GLOB_CHARS = set("*?[")
+
+
+def expand_models(spec: str) -> list[str]:
+    """``--model``: one model, or the checkpoints of a series -- a glob (``ckpt/steps/*``) or a folder without a
+    ``config.json`` of its own whose subfolders have one (an engine run's ``steps/``) -- sorted by name (the
+    series' ``step-NNNNNNN`` names sort by step). A glob or folder that names no checkpoint is one line, exit 2."""
+    import glob
+
+    from xeval.errors import UserError
+
+    if GLOB_CHARS & set(spec):
+        hits = sorted(p for p in glob.glob(spec) if (Path(p) / "config.json").is_file())
+        if not hits:
+            raise UserError(f"--model {spec}: the pattern matches no checkpoint folder (one with a config.json)")
+        return hits
+    folder = Path(spec)
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        hits = sorted(str(p) for p in folder.iterdir()
+                      if not p.name.startswith(".") and (p / "config.json").is_file())  # not a write under way
+        if hits:
+            return hits
+    return [spec]
 
 
 def _layer_sweep_summary(records, plot_stem: str | None) -> None:

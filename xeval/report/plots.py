@@ -30,7 +30,7 @@ from xeval.report.tables import (  # noqa: E402
     task_title,
 )
 
-KINDS = ("layers", "languages", "gap", "correlation", "tokenizer", "neutrality")
+KINDS = ("layers", "languages", "gap", "correlation", "tokenizer", "neutrality", "steps")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 _METRIC_LABELS = {
@@ -388,11 +388,62 @@ def plot_neutrality(results: Results, width: str | float = "column"):
     return fig
 
 
+def series_steps(results: Results) -> dict[str, int]:
+    """{row label: training step} of the checkpoints of a series (``train.export_every``: the model identity's
+    ``step``); a random-init control (``--control random-init``) of such a checkpoint is step 0 when the series
+    has no step-0 checkpoint of its own (the series' step 0 *is* the random init of the trained seed)."""
+    steps: dict[str, int] = {}
+    by_key = {r.unit.model: r.model.get("step") for r in results.records if isinstance(r.model, dict)}
+    pairs = results.sweep[["model", "setting"]].drop_duplicates().itertuples(index=False)
+    for model, setting in pairs:
+        if isinstance(by_key.get(model), int):
+            steps[results.row(model, setting)] = by_key[model]
+    if 0 not in steps.values():
+        controls = results.control_rows()
+        for label, parent in controls.items():
+            if parent in steps:
+                steps[label] = 0
+                break
+    return steps
+
+
+def plot_steps(results: Results, width: str | float = "column"):
+    """Metric against training step for a checkpoint series (``xeval run --model 'ckpt/steps/*'``): per probe one
+    line per layer (mean over languages, the reported split), the layer chosen on the selection split at the last
+    step drawn thick; step 0 is the random-init weights (the series' step-0 checkpoint or the control)."""
+    steps = series_steps(results)
+    data = {task: table.loc[[x for x in table.index if x in steps]] for task, table in sweeps(results).items()}
+    data = {task: table for task, table in data.items() if len(table)}
+    if not steps or not data:
+        raise UserError("no checkpoint series in the given runs (records whose model has a training step: xeval "
+                        "run --model 'ckpt/steps/*' on an engine run with train.export_every): nothing to plot "
+                        "for --plot steps")
+    inches = _inches(width)
+    fig, axes = _subplots(len(data), inches, 2.3)
+    for ax, (task, table) in zip(axes.flat, data.items()):
+        table = table.assign(_step=[steps[x] for x in table.index]).sort_values("_step")
+        x = table.pop("_step").to_numpy()
+        last = table.index[-1]
+        chosen = results.chosen_layer(task, last)
+        layers = sorted(table.columns)
+        for i, (layer, color) in enumerate(zip(layers, _colors(len(layers)))):
+            thick = layer == chosen
+            ax.plot(x, table[layer].to_numpy(), color=color, marker=MARKERS[i % len(MARKERS)], markersize=3,
+                    linewidth=2.2 if thick else 1.0, label=f"layer {layer}" + (" (chosen)" if thick else ""))
+        ax.set_title(f"{task_title(task)} over training")
+        ax.set_xlabel(_wrap("training step (0 = random init)", inches / axes.shape[1]))
+        ax.set_ylabel(_wrap(metric_label(table.attrs.get("metric", ""), task) or "score", 2.0))
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    _legend(fig, handles, labels, inches)
+    return fig
+
+
 def plot(results: Results, kind: str, out: str | Path, width: str | float = "column") -> list[Path]:
     """Draw ``kind`` at ``width`` (column | page | inches) and write ``<out>.png`` and ``<out>.pdf`` (a suffix on
     ``out`` is dropped), both exactly that wide."""
     makers = {"layers": plot_layers, "languages": plot_languages, "gap": plot_gap, "correlation": plot_correlation,
-              "tokenizer": plot_tokenizer, "neutrality": plot_neutrality}
+              "tokenizer": plot_tokenizer, "neutrality": plot_neutrality, "steps": plot_steps}
     if kind not in makers:
         raise UserError(f"unknown plot {kind!r}; expected one of {', '.join(KINDS)}")
     fig = makers[kind](results, width)
