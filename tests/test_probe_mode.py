@@ -164,8 +164,11 @@ def test_probe_mode_with_the_random_init_control(tmp_path, data_root):
 
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["xnli"],
                       langs=["en", "de"], out=str(tmp_path / "runs"), recipe={"max_train": 40, "max_eval": 8},
-                      options={"max_eval": 8}, mode="probe", control="random-init", layers="all")
+                      options={"max_eval": 8}, mode="probe", control="random-init", layers="all",
+                      export_predictions=str(tmp_path / "sub"))
     records = run(opts, echo=lambda *_: None)
+    exported = (tmp_path / "sub" / "layer-1" / "xnli" / "test-de.tsv").read_text().splitlines()
+    assert len(exported) == 8 and set(exported) <= {"contradiction", "entailment", "neutral"}  # the model's only
     models = {r.unit.model.split("@")[0] for r in records}
     assert models == {"tiny", "tiny-random-init"}
     assert "(random init)" in format_tables(records)

@@ -20,6 +20,9 @@ vectors, float32 for pooled pairs), so a rerun with another head or layer rule d
 features (every token of every window of every language: gigabytes) are not stored: each language is encoded once
 and every layer's head is applied in that pass.
 
+``--export-predictions DIR`` writes XTREME's submission layout per layer (``DIR/layer-<k>/<task>/test-<lang>.*``;
+``DIR/<task>/`` when one layer is probed), as the alignment probes do.
+
 Records: one per (language, layer), unit ``mode="probe"`` and seed 0 (nothing is random), never averaged with
 fine-tuning numbers; ``config`` holds the head, its chosen C and every C's selection score, the readout and the
 selection set; ``extra.probe_selection`` the selection score that picks the layer.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -296,8 +300,11 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                                            "score": round(fitted[layer].selection_score, 4)},
                        **({} if labelled else {"unscored": "the evaluation data has no gold labels"})},
             )
-            write_text(finetune._prediction_path(ctx, unit, family.suffix),
-                                family.format_predictions(predictions[layer], examples))
+            text = family.format_predictions(predictions[layer], examples)
+            write_text(finetune._prediction_path(ctx, unit, family.suffix), text)
+            if ctx.export_dir is not None:  # as the probes do: <dir>/<task>/ for one layer, else <dir>/layer-<k>/<task>/
+                root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{layer}"
+                write_text(root / card.name / f"test-{lang}.{family.suffix}", text)
             ctx.store.put(record, family.outcomes(predictions[layer], examples, lang) if labelled else None)
             records.append(record)
     return records
