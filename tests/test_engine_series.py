@@ -141,3 +141,32 @@ def test_series_steps_control_is_step_zero_only_without_a_step_zero_checkpoint()
     assert series_steps(with_control) == {"a": 10, "b": 20, "ctl": 0}
     own_zero = results([("z", 0), ("a", 10), ("ctl", None)], {"ctl": "a"})
     assert series_steps(own_zero) == {"z": 0, "a": 10}
+
+
+@pytest.mark.slow
+def test_heldout_probe_reads_the_runs_own_heldout_pairs(tmp_path, data_root, minilm_dir, capsys):
+    from xeval.adapters.heldout import heldout_pairs
+    from xeval.cli import main
+    from xeval.engine.data import is_heldout
+    from xeval.results import Store
+
+    root = make_data_root(tmp_path / "data", n_pairs=3000)
+    out = tmp_path / "ckpt"
+    pretrain_cfg = micro_config(root, MLM, steps=2)
+    from xeval.engine.train import pretrain
+
+    pretrain(pretrain_cfg, out)
+    pairs = heldout_pairs(pretrain_cfg.to_dict(), 500)
+    assert set(pairs) == {"de"} and len(pairs["de"]) > 10
+    assert all(is_heldout(en) for en, _ in pairs["de"])  # exactly the lines training set aside
+    runs = tmp_path / "runs"
+    base = ["run", "--model", str(out), "--suite", "engine", "--tasks", "heldout", "--data", str(data_root),
+            "--out", str(runs), "--layers", "all", "--threads", "1"]
+    assert main([*base, "--control", "random-init"]) == 0
+    records = [r for r in Store(runs).records() if r.unit.task == "heldout"]
+    assert {r.unit.split for r in records} == {"heldout"} and len(records) == 2 * 3  # model + control, 3 layers
+    assert all(r.n_examples == len(pairs["de"]) and "xsim" in r.metrics for r in records)
+    capsys.readouterr()
+    assert main(["run", "--model", str(minilm_dir), "--suite", "engine", "--tasks", "heldout",
+                 "--data", str(data_root), "--out", str(tmp_path / "r2")]) == 2
+    assert "not trained by xeval's engine" in capsys.readouterr().err

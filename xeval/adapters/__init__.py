@@ -23,6 +23,7 @@ TASK_TYPES = {
     "pair_classification": "xeval.adapters.classification",  # XNLI, PAWS-X
     "qa": "xeval.adapters.qa",  # XQuAD, MLQA, TyDiQA-GoldP
     "retrieval": "xeval.adapters.retrieval",  # Tatoeba
+    "heldout_retrieval": "xeval.adapters.heldout",  # the engine's own held-out pairs (models xeval trained)
     "bitext_mining": "xeval.adapters.mining",  # BUCC 2018
     "alignment": "xeval.adapters.alignment",  # word alignment by OT, scored by AER
     "lexicon": "xeval.adapters.lexicon",  # bilingual lexicon induction (MUSE)
