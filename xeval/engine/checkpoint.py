@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -50,29 +51,35 @@ def export_step(encoder, out: Path, step: int, card: dict) -> Path:
     ``out`` and ``xeval_pretrain.json`` (``card`` with the step). Written under a temporary name and renamed, so
     a series never holds a half-written step; an existing step (a resumed run passing it again) is replaced."""
     final = step_dir(out, step)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
-    try:
+    with folder_into_place(final) as tmp:
         export_model(encoder, tmp)
         for name in STEP_FILES:
             if (out / name).is_file():
                 shutil.copyfile(out / name, tmp / name)
         write_json(tmp / "xeval_pretrain.json", {**card, "step": step})
+    return final
+
+
+@contextlib.contextmanager
+def folder_into_place(final: Path):
+    """Yield a temporary folder beside ``final`` (named ``.<final>-*``); on success it replaces ``final`` in one
+    rename, on any error it is removed: readers never see a half-written folder."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
+    try:
+        yield tmp
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return final
 
 
 def save_state(out: Path, step: int, model, optimizer, extra: dict, keep: int = 2) -> Path:
     state_root = out / "state"
-    state_root.mkdir(parents=True, exist_ok=True)
     final = state_root / f"step-{step:07d}"
-    tmp = Path(tempfile.mkdtemp(dir=state_root, prefix=f".step-{step:07d}-"))
-    try:
+    with folder_into_place(final) as tmp:  # .step-NNNNNNN-*: what clean_partial_states removes after a kill
         save_model(model, str(tmp / "model.safetensors"))  # drops aliases of shared tensors (tied embeddings)
         save_file(optimizer_tensors(model, optimizer), str(tmp / "optimizer.safetensors"))
         rng = {"torch_cpu": torch.get_rng_state()}
@@ -81,12 +88,6 @@ def save_state(out: Path, step: int, model, optimizer, extra: dict, keep: int = 
                 rng[f"torch_cuda_{i}"] = s
         save_file(rng, str(tmp / "rng.safetensors"))
         write_json(tmp / "state.json", {"step": step, **extra})
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     write_text(state_root / "latest", final.name + "\n")
     steps = sorted(p for p in state_root.glob("step-*") if p.is_dir())
     for old in steps[:-keep] if keep > 0 else []:
