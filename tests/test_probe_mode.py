@@ -38,8 +38,8 @@ def test_selection_keeps_the_best_c():
     from xeval.adapters.probe_heads import fit_classifier
 
     x, y = _separable(60, seed=3)
-    scores = iter([0.5, 0.9, 0.9])
-    assert fit_classifier(x, y, lambda head: next(scores)).C == 0.1
+    scores = iter([0.5, 0.9, 0.9, 0.9])
+    assert fit_classifier(x, y, lambda head: next(scores)).C == 0.01
 
 
 def test_span_head_finds_marked_positions():
@@ -127,7 +127,7 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
     assert set(by_task) == {"udpos", "xnli", "xquad"}
     assert all(v == {(lang, k) for lang in ("en", "de") for k in (0, 1, 2)} for v in by_task.values())
     pos = next(r for r in records if r.unit.task == "udpos")
-    assert pos.config["selection"]["on"] == "en/dev" and pos.config["head"]["C"] in (0.01, 0.1, 1.0)
+    assert pos.config["selection"]["on"] == "en/dev" and pos.config["head"]["C"] in (0.001, 0.01, 0.1, 1.0)
     nli = next(r for r in records if r.unit.task == "xnli")
     assert nli.config["selection"]["on"] == "en/train held out"  # xtreme-mini reports en/dev: not selected on
     assert nli.config["train"]["n_examples"] == 32

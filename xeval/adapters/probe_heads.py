@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-C_GRID = (0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
+C_GRID = (0.001, 0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
 MAX_ITER = 150
 TOL = 1e-3
 
