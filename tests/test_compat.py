@@ -15,12 +15,14 @@ CONTEXT = "他在北京大学读书。 Paris is nice."
 
 @pytest.fixture(scope="module")
 def spm_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.Unigram([(p, -1.0) for p in PIECES], unk_id=3))
     backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁")
     backend.decoder = decoders.Metaspace(replacement="▁")
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                                           special_tokens=[("<s>", 0), ("</s>", 2)])
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                                    cls_token="<s>", unk_token="<unk>", pad_token="<pad>")
 
@@ -160,3 +162,31 @@ def test_xnli_uses_xtremes_large_model_learning_rate_and_the_hub_pos_caveat_is_r
     assert [learning_rate_for(recipe, h, {}) for h in (768, 1024, 1280)] == [2e-5, 3e-5, 3e-5]
     assert learning_rate_for(Recipe.build(card.recipe, {"learning_rate": 1e-5}), 1024, {"learning_rate": 1e-5}) == 1e-5
     assert "fused surface form" in identity(load_card("udpos"), "de", "test")["note"]
+
+
+def test_compat_closes_xlmr_tagging_windows_with_two_separators(spm_tokenizer, tmp_path, data_root):
+    """utils_tag.py's sep_token_extra: an XLM-R window is <s> words </s></s> under --compat xtreme (one word
+    position less), <s> words </s> by default; a BERT model is never changed."""
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    from tests.helpers_transfer import context
+    from xeval.adapters.tagging import Tagging
+    from xeval.adapters.training import Recipe
+    from xeval.encoders import Encoder
+    from xeval.tasks import load_card
+
+    config = XLMRobertaConfig(vocab_size=len(PIECES), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                              intermediate_size=32, max_position_embeddings=40, pad_token_id=1)
+    folder = tmp_path / "xlmr"
+    XLMRobertaModel(config).save_pretrained(folder)
+    spm_tokenizer.save_pretrained(folder)
+    encoder = Encoder(str(folder))
+    sentence = [["他在", "北京"]]
+    ids = {}
+    for mode in ("none", "xtreme"):
+        family = Tagging(load_card("udpos"), context(encoder, data_root, tmp_path / mode, compat=mode), Recipe())
+        enc, word_ids = family._encode(sentence, family.windows(sentence))
+        ids[mode] = (enc["input_ids"][0], word_ids[0], family.specials)
+    sep = spm_tokenizer.sep_token_id
+    assert ids["none"][0][-1] == sep and ids["none"][0][-2:] != [sep, sep] and ids["xtreme"][0][-2:] == [sep, sep]
+    assert ids["xtreme"][1][-2:] == [None, None] and ids["xtreme"][2] == ids["none"][2] + 1

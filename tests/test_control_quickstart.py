@@ -46,9 +46,10 @@ def test_headline_control_column_from_records():
                rec("m-random-init@2", "qab", 1, 5.0, True), rec("m-random-init@2", "qac", 1, 5.0, True)]
     head = headline(records, "qaa")
     assert head[0].split()[4] == "control"
-    # the model at its best layer (1): others 70.0; the control at its own best layer (0): 20.0
+    # no selection split in these records: each at its last layer (1), never the best test layer; the model's
+    # others 70.0, the control's 5.0 (its test-best layer 0 would show 20.0)
     assert head[1].split()[:6] == ["synth_tatoeba", "accuracy", "(layer", "1)", "-", "70.0"]
-    assert head[1].split()[6] == "20.0"
+    assert head[1].split()[6] == "5.0"
     # without a control, the summary is as before (no column)
     plain = headline([r for r in records if not r.model], "qaa")
     assert "control" not in plain[0] and plain[1].split()[:6] == head[1].split()[:6] and len(plain[1].split()) == 10

@@ -218,7 +218,7 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
     built = tables.build(results, "all")
     preamble = ["Model pre-trained and evaluated by `python -m xeval quickstart` on a synthetic world "
                 "(`world/world.json`); fine-tuning tasks are trained on the base language qaa only.",
-                "Scores in points (%); probes at their best layer in the per-language tables."]  # fmt: skip
+                "Scores in points (%); probes at their reported layer (never chosen on these scores)."]  # fmt: skip
     if results.controls:
         preamble.append("Rows marked (random init): the probes on the same architecture and tokenizer with random "
                         "weights, the floor that shared word forms alone give; dashed in the layer-sweep plot.")
@@ -232,8 +232,8 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
 
 def headline(records: list, base: str) -> list[str]:
     """A few lines for the terminal: per task, base-language score vs the other languages (transfer), and for
-    probes the best layer. With a random-init control among the records, a ``control`` column: the control's
-    mean over the same other languages at its own best layer (the floor the ``others`` score is read against)."""
+    probes their reported layer. With a random-init control among the records, a ``control`` column: the control's
+    mean over the same other languages at its own reported layer (the floor the ``others`` score is read against)."""
     from collections import defaultdict
 
     from xeval.controls import control_parents
@@ -266,20 +266,14 @@ def headline(records: list, base: str) -> list[str]:
 
 
 def _at_best_layer(recs: list, metric: str) -> tuple[str, dict]:
-    """(label, {lang: score}): a probe's records at its best layer by the mean over languages (lowest layer on
-    ties), or a fine-tuning task's records as they are."""
-    from xeval.report.frame import lower_is_better
+    """(label, {lang: score}): a probe's records at the layer it is reported at (``xeval.adapters.sweep
+    .choose_layers``: chosen on a selection split, never on these scores; else the card's layer, else the last),
+    or a fine-tuning task's records as they are."""
+    from xeval.adapters.sweep import choose_layers
 
     if recs[0].unit.layer is None:
         return metric, {r.unit.lang: r.metrics.get(metric) for r in recs if metric in r.metrics}
-    layers = sorted({r.unit.layer for r in recs})
-    pick = min if lower_is_better(metric) else max
-
-    def mean_at(layer):
-        values = [r.metrics[metric] for r in recs if r.unit.layer == layer and metric in r.metrics]
-        return sum(values) / len(values)
-
-    best = pick(layers, key=mean_at)
+    best = choose_layers(recs, metric)[(recs[0].unit.model, recs[0].unit.task)][0].layer
     return f"{metric} (layer {best})", {r.unit.lang: r.metrics.get(metric) for r in recs
                                         if r.unit.layer == best and metric in r.metrics}
 

@@ -2,7 +2,7 @@
 from the per-example outcomes stored beside each record; the statistics themselves are in ``xeval.report.stats``.
 
 A cell is one (model, task, setting, language) of the report: its split and layer as the other tables choose them
-(test where present; a probe's best layer unless ``--layer``), its headline metric, its seeds.
+(test where present; a probe's chosen layer, see ``Results``, unless ``--layer``), its headline metric, its seeds.
 """
 
 from __future__ import annotations
