@@ -429,7 +429,7 @@ class _SpanProbe:
                     found = best_span(wins[k], logits[row, :n, 0].tolist(), logits[row, :n, 1].tolist(),
                                       family.recipe.n_best_size, family.recipe.max_answer_length)
                     if found is not None:
-                        ex, (score, (a, b)) = wins[k].example, found
+                        ex, (score, (a, b), _) = wins[k].example, found  # (score, chars, tokens)
                         if ex not in best[layer] or score > best[layer][ex][0]:
                             best[layer][ex] = (score, examples[ex].context[a:b])
         return {layer: [best[layer][i][1] if i in best[layer] else "" for i in range(len(examples))]
