@@ -74,3 +74,31 @@ def test_a_dev_split_is_exported_as_dev_with_its_sidecar(data_root, tmp_path):
         assert [r["prediction"] for r in rows] == predictions and len(rows) == 16
         assert all(r["correct"] == (r["gold"] == r["prediction"]) for r in rows)
         assert 100 * sum(r["correct"] for r in rows) / 16 == pytest.approx(rec.metrics["accuracy"])
+
+
+def _udpos_run(model, data_root, out, export, labels, langs, *extra):
+    return main(["run", "--model", str(model), "--suite", "xtreme-mini", "--tasks", "udpos", "--langs", langs,
+                 "--data", str(data_root), "--out", str(out), "--max-train", "64", "--max-eval", "32", "--max-dev",
+                 "16", "--epochs", "1", "--threads", "1", "--export-predictions", str(export),
+                 "--export-labels", str(labels), *extra])
+
+
+def test_a_submission_mixing_two_runs_is_refused_and_one_run_scores(data_root, tmp_path, capsys):
+    model = tiny_model(data_root)
+    export, labels, out = tmp_path / "sub", tmp_path / "labels", tmp_path / "runs"
+    assert _udpos_run(model, data_root, out, export, labels, "en,es,fr") == 0
+    manifest = json.loads((export / "udpos" / "xeval-manifest.json").read_text())["files"]
+    assert sorted(manifest) == ["test-en.tsv", "test-es.tsv", "test-fr.tsv"]
+    assert len({(e["model"], e["run_hash"], e["seed"]) for e in manifest.values()}) == 1
+    capsys.readouterr()
+    score = ["score", "--predictions", str(export), "--labels", str(labels), "--partial", "--out", "-"]
+    assert main(score) == 0  # one run's export scores; the manifest is not read as a prediction file
+    scored = json.loads(capsys.readouterr().out)["udpos"]
+    assert sorted(scored["f1"]) == ["en", "es", "fr"]
+    # a second config over two of the languages: fr stays from the first run
+    assert _udpos_run(model, data_root, out, export, labels, "en,es", "--learning-rate", "5e-3") == 0
+    capsys.readouterr()
+    assert main(score) == 2
+    err = capsys.readouterr().err
+    assert str(export / "udpos") in err and "two runs" in err and "test-fr.tsv" in err
+    assert len(err.strip().splitlines()) == 1

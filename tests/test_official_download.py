@@ -72,7 +72,7 @@ def test_run_on_the_official_download_exports_everything_and_scores_nothing(repl
     assert done.stdout.count("unscored (labels withheld)") == len(records)
     tydiqa = json.loads((sub / "tydiqa" / "test-ko.json").read_text(encoding="utf-8"))
     assert len(tydiqa) == 6 and all(isinstance(v, str) for v in tydiqa.values())
-    assert sorted(p.name for p in (sub / "udpos").iterdir()) == ["test-en.tsv", "test-zh.tsv"]
+    assert sorted(p.name for p in (sub / "udpos").iterdir()) == ["test-en.tsv", "test-zh.tsv", "xeval-manifest.json"]
     # the submission is scored by xeval score against labels of the same examples (the labelled originals)
     labels = tmp_path / "labels" / "pawsx"
     labels.mkdir(parents=True)

@@ -8,12 +8,26 @@
   where XTREME's own layout has only predictions in a fixed order. ``correct`` is the example's headline outcome:
   the label (classification), exact match (QA), every tag (tagging), the top-1 en→xx retrieval (Tatoeba). Units
   without outcomes (label-free test files, BUCC) get no sidecar.
+- **A manifest** per task folder, ``<task>/xeval-manifest.json``: for each exported file the run that wrote it
+  (model key, run hash, the unit's config hash, seed, layer, mode, compat), merged on each export. Exporting a second
+  run into the same folder replaces only that run's languages, so ``xeval score`` refuses a task folder whose files
+  come from different models, run configurations or seeds (``check_manifest``). The unit's config hash differs per
+  language (it hashes the evaluation data), so the comparison uses the run hash: the run-wide options that decide
+  numbers (recipe overrides, setting, mode, compat, ...), the layers asked for and the encoder's settings.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from xeval.errors import DataError, UserError
+
+MANIFEST = "xeval-manifest.json"
+_MANIFEST_SCHEMA = "xeval.export-manifest/1"
+# what must agree between the files of one task folder (layer, mode and compat are recorded; a sweep's chosen
+# layer may differ per language by design, and mode and compat are already in the run hash)
+_SAME_RUN = ("model", "run_hash", "seed")
 
 # the per-example statistic that says "this example is right", per headline metric ("mean" aggregates: 100 or 0)
 _CORRECT = ("exact_match", "accuracy", "accuracy_en_xx")
@@ -63,3 +77,70 @@ def write_sidecar(path: str | Path, outcomes) -> Path | None:
     target = Path(path).with_suffix(".jsonl")
     write_text(target, text)
     return target
+
+
+def run_hash(ctx) -> str:
+    """12 hex naming a run's number-deciding run-wide inputs, the same for every language of the run."""
+    from xeval.identity import HASH_LENGTH, METRIC_VERSION, NOT_DECIDING
+    from xeval.provenance import hash_json
+
+    options = {k: v for k, v in (ctx.options or {}).items() if (k == "recipe" or k not in NOT_DECIDING)
+               and v is not None}
+    settings = getattr(ctx.encoder, "settings", None)
+    spec = {"options": options, "layers": ctx.layers, "encoder": settings() if callable(settings) else {},
+            "metric_version": METRIC_VERSION}
+    return hash_json(spec)[:HASH_LENGTH]
+
+
+def provenance_entry(ctx, unit) -> dict:
+    """One exported file's manifest entry."""
+    return {"model": unit.model, "run_hash": run_hash(ctx), "config_hash": unit.config_hash, "seed": unit.seed,
+            "layer": unit.layer, "mode": unit.mode, "compat": (ctx.options or {}).get("compat", "none")}
+
+
+def read_manifest(folder: str | Path) -> dict[str, dict] | None:
+    """``{file name: entry}`` of a task folder's manifest, None where the folder has none."""
+    from xeval.textfile import read_json
+
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    body, _ = read_json(path, MANIFEST)
+    files = body.get("files") if isinstance(body, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        raise DataError(path, None, f'expected {{"schema": "{_MANIFEST_SCHEMA}", "files": {{name: entry}}}}')
+    return files
+
+
+def record_exports(folder: str | Path, entries: dict[str, dict]) -> None:
+    """Merge ``{file name: entry}`` into the task folder's manifest (written atomically)."""
+    from xeval.atomic import write_json
+
+    if not entries:
+        return
+    files = {**(read_manifest(folder) or {}), **entries}
+    write_json(Path(folder) / MANIFEST, {"schema": _MANIFEST_SCHEMA, "files": dict(sorted(files.items()))})
+
+
+def _describe(entry: dict) -> str:
+    return f"model {entry.get('model')}, run {entry.get('run_hash')}, seed {entry.get('seed')}"
+
+
+def check_manifest(folder: str | Path, names: list[str], warnings: list[str]) -> None:
+    """A task folder's files ``names`` must come from one run where the folder has a manifest (a folder without
+    one, from another tool, is not checked); a file the manifest does not list is a warning."""
+    files = read_manifest(folder)
+    if files is None:
+        return
+    first: tuple[str, dict] | None = None
+    for name in names:
+        entry = files.get(name)
+        if entry is None:
+            warnings.append(f"{Path(folder) / name}: not in {MANIFEST} (written by another tool?), its run unchecked")
+            continue
+        if first is None:
+            first = (name, entry)
+        elif any(entry.get(k) != first[1].get(k) for k in _SAME_RUN):
+            raise UserError(
+                f"{folder}: predictions from two runs: {first[0]} ({_describe(first[1])}) and {name} "
+                f"({_describe(entry)}); export the task from one run into an empty folder")

@@ -264,8 +264,13 @@ def score_task(
     spec: TaskSpec, predictions: Path, labels: Path, *, partial: bool, report: ScoreReport
 ) -> dict | None:
     """XTREME's block for one task, or None when (partial mode) no language has labels."""
+    from xeval.exports import check_manifest
+
     per_lang: dict[str, dict[str, float]] = {}
     missing_labels = []
+    names = [f"test-{lang}.{spec.suffix}" for lang in spec.langs]
+    scored = [n for n in names if (labels / spec.name / n).is_file() and (predictions / spec.name / n).is_file()]
+    check_manifest(predictions / spec.name, scored, report.warnings)  # one run's files, where xeval wrote them
     for lang in spec.langs:
         name = f"test-{lang}.{spec.suffix}"
         label = labels / spec.name / name

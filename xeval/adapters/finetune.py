@@ -302,9 +302,10 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
     several seeds; ``<split>-<lang>`` for a language scored on another split, see ``xeval.exports``), with a
     ``.jsonl`` sidecar of id, gold, prediction and correct per example. ``export_labels`` writes the gold of exactly
     the evaluated examples in the same layout, so a subsampled run can be re-scored with ``xeval score``."""
-    from xeval.exports import export_name, write_sidecar
+    from xeval.exports import export_name, provenance_entry, record_exports, write_sidecar
 
     several = len(ctx.seeds) > 1
+    manifest: dict[Path, dict[str, dict]] = {}  # task folder -> {file name: provenance}
     for lang in langs:
         unit = units[lang]
         rel = Path(f"s{unit.seed}" if several else "") / _slug(card.name) / export_name(unit.split, lang,
@@ -314,6 +315,7 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
             if source.is_file():
                 write_text(Path(ctx.export_dir) / rel, source.read_text(encoding="utf-8"))
                 write_sidecar(Path(ctx.export_dir) / rel, ctx.store.outcomes_of(unit))
+                manifest.setdefault(Path(ctx.export_dir) / rel.parent, {})[rel.name] = provenance_entry(ctx, unit)
         if ctx.options.get("export_labels"):
             examples = load(card, lang, unit.split, ctx)
             if recipe.max_eval:
@@ -321,3 +323,5 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
             if not family.labelled(examples):
                 continue
             write_text(Path(ctx.options["export_labels"]) / rel, family.format_gold(examples))
+    for folder, entries in manifest.items():
+        record_exports(folder, entries)

@@ -278,6 +278,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
 def export_chosen_layer(records: list, export: Path, folder: str) -> None:
     """Copy the chosen layer's submission files (``layer-<k>/<task>/``) to ``<export>/<task>/``."""
     from xeval.adapters.sweep import choose_layers
+    from xeval.exports import MANIFEST, read_manifest, record_exports
 
     if not records:
         return
@@ -285,7 +286,9 @@ def export_chosen_layer(records: list, export: Path, folder: str) -> None:
     source = export / f"layer-{layer}" / folder
     if source.is_dir():
         for path in sorted(source.iterdir()):
-            write_text(export / folder / path.name, path.read_text(encoding="utf-8"))
+            if path.name != MANIFEST:  # merged below, never copied over the task folder's own
+                write_text(export / folder / path.name, path.read_text(encoding="utf-8"))
+        record_exports(export / folder, read_manifest(source) or {})
 
 
 def _kept(ctx, unit) -> Path:
@@ -302,7 +305,7 @@ def _keep_files(ctx, unit, res: LayerResult) -> None:
 def _export(ctx, unit, n_layers: int, folder: str) -> None:
     """Copy a unit's kept files into ``--export-predictions`` (with the sidecar) and ``--export-labels``, named
     after the split they hold (``xeval.exports``)."""
-    from xeval.exports import renamed_for_split, write_sidecar
+    from xeval.exports import provenance_entry, record_exports, renamed_for_split, write_sidecar
 
     labels = (ctx.options or {}).get("export_labels")
     if ctx.export_dir is None and not labels:
@@ -316,6 +319,7 @@ def _export(ctx, unit, n_layers: int, folder: str) -> None:
             write_text(target, path.read_text(encoding="utf-8"))
             if i == 0:
                 write_sidecar(target, ctx.store.outcomes_of(unit))
+        record_exports(root / folder, {renamed_for_split(p.name, unit.split): provenance_entry(ctx, unit) for p in files})
     if labels and (kept / "gold").is_dir():
         for path in sorted(p for p in (kept / "gold").iterdir() if p.is_file()):
             write_text(Path(labels) / folder / renamed_for_split(path.name, unit.split),
