@@ -264,3 +264,13 @@ def test_a_store_of_only_unscored_records_says_so():
         long_frame([rec(A, "pawsx", "de", {}), rec(A, "pawsx", "fr", {})])
     with pytest.raises(UserError, match="no result records found"):
         long_frame([])
+
+
+def test_a_probe_with_a_selection_split_reports_the_other_split_never_dev():
+    """FLORES-200 reports devtest and chooses its layer on dev: sorted, 'dev' comes first, and was reported."""
+    from xeval.adapters.sweep import reported_split
+
+    assert reported_split({"dev", "devtest"}) == "devtest"
+    assert reported_split({"dev", "test"}) == "test"
+    assert reported_split({"test"}) == "test"
+    assert reported_split({"dev"}) == "dev"  # a probe reported on dev alone (no selection split ran)

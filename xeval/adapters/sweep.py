@@ -93,9 +93,14 @@ def _layer_records(records) -> dict[tuple[str, str], dict[str, list]]:
 
 
 def reported_split(splits) -> str:
-    """The split a probe's tables report: ``test`` where it ran, else the one other split (sorted first)."""
+    """The split a probe's tables report: ``test`` where it ran, else a split other than the selection split
+    (FLORES-200 reports ``devtest`` and selects on ``dev``: sorted first, ``dev`` would be reported), else the one
+    split there is."""
     splits = sorted(splits)
-    return "test" if "test" in splits else splits[0]
+    if "test" in splits:
+        return "test"
+    reportable = [s for s in splits if s != SELECTION_SPLIT]
+    return reportable[0] if reportable else splits[0]
 
 
 def universal_layer(records, metric: str | None = None) -> dict[tuple[str, str], tuple[int, float]]:
