@@ -154,6 +154,9 @@ def test_word_vectors_are_the_mean_of_their_pieces_and_synonyms_take_two_hops():
     h = torch.arange(8.0).view(1, 4, 2)  # positions 0..3: [0,1] [2,3] [4,5] [6,7]
     vec, valid = word_vectors(h, torch.tensor([[-1, 0, 0, 1]]))
     assert vec.tolist() == [[[3.0, 4.0], [6.0, 7.0]]] and valid.tolist() == [[True, True]]
+    # the shorter side of a pair batch: h is padded to the longer side (encode_pairs), the word map is not
+    vec, valid = word_vectors(h, torch.tensor([[0, 0, 1]]))
+    assert vec.tolist() == [[[1.0, 2.0], [4.0, 5.0]]] and valid.tolist() == [[True, True]]
     table = {"big": {"groß"}, "large": {"groß", "weit"}, "wide": {"weit"}, "cat": {"katze"}}
     assert expand_synonyms(table) == {"big": {"groß", "weit"}, "large": {"groß", "weit"},
                                       "wide": {"weit", "groß"}, "cat": {"katze"}}  # fmt: skip

@@ -65,7 +65,7 @@ def test_mini_suite_narrows_cards_and_changes_their_hash():
     udpos = mini.card("udpos")
     assert udpos.split_for("th") == "test" and udpos.split_for("de") == "dev"
     assert udpos.subsample == {"train": 2000, "eval": 200}
-    assert udpos.recipe["epochs"] == 2 and udpos.recipe["learning_rate"] == 5.0e-5  # the suite's
+    assert udpos.recipe["epochs"] == 2 and udpos.recipe["learning_rate"] == 1.0e-4  # the suite's
     assert udpos.recipe["batch_size"] == 32 and udpos.recipe["eval_every"] == 500  # the card's: merged, not replaced
     assert udpos.hash != load_card("udpos").hash
     assert len(mini.card("tatoeba").languages) == 36

@@ -86,6 +86,9 @@ def find_links(src_units, tgt_units, translations: dict[str, set[str]], max_link
 def word_vectors(h: torch.Tensor, word_of: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean of each word's pieces: h (b, T, C), word_of (b, T) word index per position (-1: none)
     -> vectors (b, W, C) and valid (b, W)."""
+    # encode_pairs pads both sides of a pair batch to the longer one: positions past this side's own length are
+    # padding (no word), so the side's map covers only a prefix of h.
+    h = h[:, : word_of.shape[1]]
     W = int(word_of.max()) + 1 if word_of.numel() else 0
     onehot = F.one_hot(word_of.clamp(min=0), max(W, 1)).to(h.dtype) * (word_of >= 0)[..., None].to(h.dtype)
     counts = onehot.sum(1)  # (b, W)
