@@ -17,8 +17,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from xeval.errors import UserError
-from xeval.report.frame import DIAGNOSTIC_TASKS, headline_metric
-from xeval.report.tables import Table, probe_tasks
+from xeval.report.tables import Table, headline_groups, probe_tasks
 from xeval.typology import base_language
 
 MIN_LANGUAGES = 3
@@ -30,22 +29,17 @@ def per_language(results) -> pd.DataFrame:
     """Tidy frame: row label, kind (probe | task), name, measure (score | gap), lang, value; seed means."""
     probes = set(probe_tasks(results))
     rows = []
-    for task in results.tasks():
-        if task in DIAGNOSTIC_TASKS:
+    for task, metric, model, setting, group in headline_groups(results):
+        label = results.row(model, setting)
+        values = group.assign(base=group["lang"].map(base_language)).groupby("base")["mean"].mean()
+        if task in probes:
+            rows += [(label, model, "probe", f"{task} ({metric})", "score", lang, v)
+                     for lang, v in values.items() if lang != "en"]
             continue
-        stats = results.stats[results.stats["task"] == task]
-        metric = headline_metric(task, stats["metric"])
-        for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):
-            label = results.row(model, setting)
-            values = group.assign(base=group["lang"].map(base_language)).groupby("base")["mean"].mean()
-            if task in probes:
-                rows += [(label, model, "probe", f"{task} ({metric})", "score", lang, v)
-                         for lang, v in values.items() if lang != "en"]
-                continue
-            rows += [(label, model, "task", task, "score", lang, v) for lang, v in values.items() if lang != "en"]
-            if "en" in values.index:
-                rows += [(label, model, "task", task, "gap", lang, values["en"] - v)
-                         for lang, v in values.items() if lang != "en"]
+        rows += [(label, model, "task", task, "score", lang, v) for lang, v in values.items() if lang != "en"]
+        if "en" in values.index:
+            rows += [(label, model, "task", task, "gap", lang, values["en"] - v)
+                     for lang, v in values.items() if lang != "en"]
     return pd.DataFrame(rows, columns=["row", "model", "kind", "name", "measure", "lang", "value"])
 
 

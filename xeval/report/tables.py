@@ -586,23 +586,29 @@ def summary_table(results: Results) -> Table:
                  marked=marked if marked.any().any() else None)
 
 
-def gap_table(results: Results) -> Table:
-    """Transfer gap per task: English minus the mean over the non-English languages (lower is better)."""
-    rows: dict[str, dict[str, float]] = {}
-    tasks = []
+def headline_groups(results: Results):
+    """(task, metric, model, setting, rows of that metric) for every task but the diagnostic ones, in store order."""
     for task in results.tasks():
         if task in DIAGNOSTIC_TASKS:
             continue
         stats = results.stats[results.stats["task"] == task]
         metric = headline_metric(task, stats["metric"])
         for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):
-            by_lang = group.set_index("lang")["mean"]
-            others = by_lang.drop("en", errors="ignore")
-            if "en" not in by_lang.index or others.empty:
-                continue
-            rows.setdefault(results.row(model, setting), {})[task] = float(by_lang["en"] - others.mean())
-            if task not in tasks:
-                tasks.append(task)
+            yield task, metric, model, setting, group
+
+
+def gap_table(results: Results) -> Table:
+    """Transfer gap per task: English minus the mean over the non-English languages (lower is better)."""
+    rows: dict[str, dict[str, float]] = {}
+    tasks = []
+    for task, _metric, model, setting, group in headline_groups(results):
+        by_lang = group.set_index("lang")["mean"]
+        others = by_lang.drop("en", errors="ignore")
+        if "en" not in by_lang.index or others.empty:
+            continue
+        rows.setdefault(results.row(model, setting), {})[task] = float(by_lang["en"] - others.mean())
+        if task not in tasks:
+            tasks.append(task)
     if not rows:
         raise UserError("no task with English and at least one other language: no transfer gap to show")
     mean = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=tasks)

@@ -11,25 +11,19 @@ from __future__ import annotations
 import pandas as pd
 
 from xeval.errors import UserError
-from xeval.report.frame import DIAGNOSTIC_TASKS, headline_metric
-from xeval.report.tables import Table, task_title
+from xeval.report.tables import Table, headline_groups, task_title
 from xeval.typology import ATTRIBUTE_TITLES, ATTRIBUTES, base_language, typology
 
 
 def language_gaps(results) -> pd.DataFrame:
     """Tidy frame: row, task, lang, gap (English minus the language, points) for every non-English language."""
     rows = []
-    for task in results.tasks():
-        if task in DIAGNOSTIC_TASKS:
+    for task, _metric, model, setting, group in headline_groups(results):
+        by_lang = group.set_index("lang")["mean"]
+        if "en" not in by_lang.index:
             continue
-        stats = results.stats[results.stats["task"] == task]
-        metric = headline_metric(task, stats["metric"])
-        for (model, setting), group in stats[stats["metric"] == metric].groupby(["model", "setting"], sort=False):
-            by_lang = group.set_index("lang")["mean"]
-            if "en" not in by_lang.index:
-                continue
-            for lang, value in by_lang.drop("en").items():
-                rows.append((results.row(model, setting), task, lang, float(by_lang["en"] - value)))
+        for lang, value in by_lang.drop("en").items():
+            rows.append((results.row(model, setting), task, lang, float(by_lang["en"] - value)))
     return pd.DataFrame(rows, columns=["row", "task", "lang", "gap"])
 
 
