@@ -20,8 +20,9 @@ def test_evaluate_a_path_writes_nothing_and_returns_a_row_per_unit(data_root, tm
     monkeypatch.chdir(tmp_path)
     frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, **PROBE)
     assert _files(tmp_path) == []  # store=None: no runs/ folder, nothing anywhere under the working directory
-    assert list(frame.columns[:9]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "mode",
-                                     "n_examples"]
+    assert list(frame.columns[:10]) == ["model", "task", "lang", "split", "setting", "layer", "seed", "mode",
+                                      "compat", "n_examples"]
+    assert (frame["compat"] == "none").all()
     test = frame[frame["split"] == "test"]
     assert sorted(zip(test["lang"], test["layer"])) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 2)]
     assert set(frame["split"]) == {"test", "dev"}  # a sweep also runs FLORES-200 dev, the split that chooses its layer
@@ -44,6 +45,16 @@ def test_an_in_memory_pair_scores_like_its_folder_and_a_store_reads_back(data_ro
     assert right["model"].str.startswith("tiny@").all()  # named after the model's name_or_path
     loaded = xeval.load_results(tmp_path / "runs").sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(loaded, left)
+
+
+def test_compat_is_an_argument_recorded_in_its_own_column(data_root):
+    from xeval.errors import UserError
+
+    frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, compat="xtreme",
+                           **{**PROBE, "langs": ["de"], "layers": [2]})
+    assert len(frame) and (frame["compat"] == "xtreme").all()
+    with pytest.raises(UserError, match="--compat: expected one of"):
+        xeval.evaluate(str(tiny_model(data_root)), data=data_root, compat="xtrem", **PROBE)
 
 
 def test_bad_model_arguments_are_user_errors(data_root):

@@ -20,7 +20,7 @@ import pandas as pd
 
 from xeval.errors import UserError
 
-UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed", "mode"]
+UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed", "mode", "compat"]
 
 
 def records_frame(records: Iterable) -> pd.DataFrame:
@@ -30,7 +30,11 @@ def records_frame(records: Iterable) -> pd.DataFrame:
     for rec in records:
         u = rec.unit
         rows.append({"model": u.model, "task": u.task, "lang": u.lang, "split": u.split, "setting": u.setting,
-                     "layer": u.layer, "seed": u.seed, "mode": u.mode, "n_examples": rec.n_examples, **rec.metrics})
+                     "layer": u.layer, "seed": u.seed, "mode": u.mode,
+                     # part of the unit's identity (config hash): without it, rows of --compat xtreme and of xeval's
+                     # own pipeline would look like duplicates with other numbers
+                     "compat": (rec.config or {}).get("compat", "none"), "n_examples": rec.n_examples,
+                     **rec.metrics})
     frame = pd.DataFrame(rows, columns=None if rows else [*UNIT_COLUMNS, "n_examples"])
     if "layer" in frame:
         frame["layer"] = frame["layer"].astype("object").where(frame["layer"].notna(), None)
@@ -42,7 +46,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
              layers: str | int | list[int] | None = None, store: str | os.PathLike | None = None, *,
              suite: str = "xtreme", device: str = "auto", setting: str = "zero-shot", recipe: dict | None = None,
              max_eval: int | None = None, control: str | None = None, overwrite: bool = False,
-             mode: str = "finetune") -> pd.DataFrame:
+             mode: str = "finetune", compat: str = "none") -> pd.DataFrame:
     """Evaluate ``model`` on ``tasks`` of ``suite`` and return one row per unit (see ``records_frame``).
 
     model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
@@ -56,6 +60,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         language; control: ``"random-init"`` adds the random-init control's rows.
     mode: ``"finetune"`` (XTREME's protocol) or ``"probe"`` (the fine-tuning tasks with the encoder frozen and a
         linear head on every layer's features; rows say ``mode`` and are never to be averaged with fine-tuning's).
+    compat: ``"none"`` (xeval's pipeline) or ``"xtreme"`` (``--compat xtreme``: the published XTREME pipeline's
+        quirks, see ``xeval.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
     """
     from xeval.encoders import Encoder
     from xeval.runner import RunOptions, parse_seeds, resolve_device
@@ -81,6 +87,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         overwrite=overwrite, device=resolve_device(device) if encoder is None else str(encoder.device),
         layers=_layers(layers), setting=setting, recipe=recipe,
         options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}, control=control, mode=mode,
+        compat=compat,
     )
     return records_frame(run_suite(opts, encoder=encoder))
 
