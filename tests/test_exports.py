@@ -102,3 +102,30 @@ def test_a_submission_mixing_two_runs_is_refused_and_one_run_scores(data_root, t
     err = capsys.readouterr().err
     assert str(export / "udpos") in err and "two runs" in err and "test-fr.tsv" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_file_edited_or_copied_in_after_the_export_is_refused(data_root, tmp_path, capsys):
+    model = tiny_model(data_root)
+    export, labels, out = tmp_path / "sub", tmp_path / "labels", tmp_path / "runs"
+    assert _udpos_run(model, data_root, out, export, labels, "en,es") == 0
+    manifest = json.loads((export / "udpos" / "xeval-manifest.json").read_text())["files"]
+    assert all(len(e["sha256"]) == 64 for e in manifest.values())
+    score = ["score", "--predictions", str(export), "--labels", str(labels), "--partial", "--out", "-"]
+    es = export / "udpos" / "test-es.tsv"
+    original = es.read_text()
+    es.write_text(original.replace("NOUN", "VERB", 1))  # one tag edited by hand
+    capsys.readouterr()
+    assert main(score) == 2
+    err = capsys.readouterr().err
+    assert "test-es.tsv: changed since xeval exported it" in err and len(err.strip().splitlines()) == 1
+    es.write_text(original)
+    (labels / "udpos" / "test-fr.tsv").write_text((labels / "udpos" / "test-es.tsv").read_text())
+    (export / "udpos" / "test-fr.tsv").write_text(original)  # another language's file copied in from elsewhere
+    capsys.readouterr()
+    assert main(score) == 2
+    err = capsys.readouterr().err
+    assert "test-fr.tsv: not in" in err and "delete xeval-manifest.json" in err
+    (export / "udpos" / "xeval-manifest.json").unlink()  # assembled by hand on purpose: scored unchecked
+    capsys.readouterr()
+    assert main(score) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["udpos"]["f1"]) == ["en", "es", "fr"]

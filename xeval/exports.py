@@ -14,10 +14,14 @@
   come from different models, run configurations or seeds (``check_manifest``). The unit's config hash differs per
   language (it hashes the evaluation data), so the comparison uses the run hash: the run-wide options that decide
   numbers (recipe overrides, setting, mode, compat, ...), the layers asked for and the encoder's settings.
+  Each entry also holds the file's SHA-256 when it was exported: a listed file edited or replaced since, or a file
+  the manifest does not list (copied in from elsewhere), makes ``xeval score`` refuse the folder rather than score a
+  mixture under the run's name. A folder assembled by hand on purpose is scored once its manifest is deleted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -118,17 +122,25 @@ def record_exports(folder: str | Path, entries: dict[str, dict]) -> None:
 
     if not entries:
         return
+    # the bytes as exported (files are written before they are recorded): check_manifest compares them
+    entries = {name: {**entry, "sha256": _sha256(Path(folder) / name)} if (Path(folder) / name).is_file() else entry
+               for name, entry in entries.items()}
     files = {**(read_manifest(folder) or {}), **entries}
     write_json(Path(folder) / MANIFEST, {"schema": _MANIFEST_SCHEMA, "files": dict(sorted(files.items()))})
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _describe(entry: dict) -> str:
     return f"model {entry.get('model')}, run {entry.get('run_hash')}, seed {entry.get('seed')}"
 
 
-def check_manifest(folder: str | Path, names: list[str], warnings: list[str]) -> None:
-    """A task folder's files ``names`` must come from one run where the folder has a manifest (a folder without
-    one, from another tool, is not checked); a file the manifest does not list is a warning."""
+def check_manifest(folder: str | Path, names: list[str]) -> None:
+    """A task folder's files ``names`` must come from one run, unchanged since xeval exported them, where the folder
+    has a manifest (a folder without one, from another tool or assembled by hand, is not checked). Every failure is
+    an error, never a warning: a mixed folder would score under the wrong run's name."""
     files = read_manifest(folder)
     if files is None:
         return
@@ -136,8 +148,15 @@ def check_manifest(folder: str | Path, names: list[str], warnings: list[str]) ->
     for name in names:
         entry = files.get(name)
         if entry is None:
-            warnings.append(f"{Path(folder) / name}: not in {MANIFEST} (written by another tool?), its run unchecked")
-            continue
+            raise UserError(
+                f"{Path(folder) / name}: not in {Path(folder) / MANIFEST}, so not from the run that exported this "
+                f"folder; export the task from one run into an empty folder, or delete {MANIFEST} to score files "
+                "assembled by hand")
+        digest = entry.get("sha256")
+        if digest is not None and _sha256(Path(folder) / name) != digest:
+            raise UserError(
+                f"{Path(folder) / name}: changed since xeval exported it ({_describe(entry)}; SHA-256 differs from "
+                f"{MANIFEST}); export again, or delete {MANIFEST} to score files edited by hand")
         if first is None:
             first = (name, entry)
         elif any(entry.get(k) != first[1].get(k) for k in _SAME_RUN):

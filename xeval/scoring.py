@@ -270,7 +270,7 @@ def score_task(
     missing_labels = []
     names = [f"test-{lang}.{spec.suffix}" for lang in spec.langs]
     scored = [n for n in names if (labels / spec.name / n).is_file() and (predictions / spec.name / n).is_file()]
-    check_manifest(predictions / spec.name, scored, report.warnings)  # one run's files, where xeval wrote them
+    check_manifest(predictions / spec.name, scored)  # one run's files, where xeval wrote them
     for lang in spec.langs:
         name = f"test-{lang}.{spec.suffix}"
         label = labels / spec.name / name
