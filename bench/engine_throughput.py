@@ -55,10 +55,13 @@ def make_batches(n: int, batch: int, seq: int, vocab: int, seed: int = 0):
 class Variant:
     """One training step on batch i: ``step(i)``; ``flops`` counted once."""
 
-    def __init__(self, name, model, step_fn, amp: bool, device, fused: bool = False):
+    def __init__(self, name, model, step_fn, amp: bool, device, fused: bool = False, bf16_weights: bool = False):
+        from xeval.engine.precision import BF16Weights
+
         self.name, self.model, self.step_fn, self.amp, self.device = name, model, step_fn, amp, device
         self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, betas=(0.9, 0.98),
                                      fused=fused)
+        self.weights = BF16Weights(model, self.opt) if bf16_weights else None  # as xeval pretrain's train.bf16
         self.times: list[float] = []
         self.flops = None
 
@@ -66,9 +69,13 @@ class Variant:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
             loss = self.step_fn(batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        if self.weights is not None:
+            self.weights.grads_to_masters()
+        torch.nn.utils.clip_grad_norm_(self.weights.masters if self.weights else self.model.parameters(), 1.0)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
+        if self.weights is not None:
+            self.weights.masters_to_weights()
 
     def count_flops(self, batch) -> None:
         counter = FlopCounterMode(display=False)
@@ -99,7 +106,7 @@ def build_variants(args, tokens, device):
 
     variants.append(Variant("hf-bert", bert, hf_step, False, device))
 
-    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False):
+    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False):
         torch.manual_seed(0)
         cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **shape)
         model = PretrainModel(cfg, objectives, tokens).to(device).train()
@@ -130,13 +137,15 @@ def build_variants(args, tokens, device):
             loss, _ = model(x, StepContext(step=0, seed=0, device=device))
             return loss
 
-        variants.append(Variant(name, model, step, amp, device, fused))
+        variants.append(Variant(name, model, step, amp, device, fused, bf16_weights))
 
     engine("xeval", {"mlm": {}})
     engine("xeval-nobias", {"mlm": {}}, bias=False)
     if not args.no_bf16:
         engine("xeval-bf16", {"mlm": {}}, bias=False, amp=True)
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
+        # + bf16 weights, fp32 masters in the optimiser: what xeval pretrain's train.bf16 runs
+        engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
     if args.compile:
         engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True)
     engine("xlm-e", {"mrtd": {}})
@@ -146,6 +155,9 @@ def build_variants(args, tokens, device):
     if not args.no_recipes:
         engine("xlm", {"mlm": {}, "tlm": {}})
         engine("infoxlm", {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 1024}})
+    if args.only:
+        keep = set(args.only.split(",")) | {"hf-bert"}
+        variants = [v for v in variants if v.name in keep]
     return variants
 
 
@@ -183,6 +195,8 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true", help="add a torch.compile variant (slow to start)")
     ap.add_argument("--no-bf16", action="store_true", help="skip the bf16 variant")
     ap.add_argument("--no-recipes", action="store_true", help="skip the xlm / infoxlm recipe steps")
+    ap.add_argument("--only", metavar="V1,V2", help="time only these variants (hf-bert always), e.g. "
+                    "xeval,xeval-bf16-weights")
     ap.add_argument("--profile", metavar="V1,V2", help="also print torch.profiler's table of where a step's time goes "
                     "for these variants (e.g. hf-bert,xeval-bf16), measured after the timed rounds")
     args = ap.parse_args()
@@ -216,24 +230,26 @@ def main() -> None:
     print(f"engine throughput: {args.layers} x {args.hidden}, vocab {args.vocab}, batch {args.batch} x {args.seq}, "
           f"{args.threads} thread(s) on {device}; matmul peak fp32 {peak32 / 1e9:.1f} GFLOP/s, bf16 "
           f"{peak16 / 1e9:.1f} GFLOP/s; medians of {args.repeats} rounds x {args.steps} steps")  # fmt: skip
-    print(f"{'variant':15s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s} {'GFLOP/step':>11s} {'util':>6s}")
+    print(f"{'variant':19s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s} {'GFLOP/step':>11s} {'util':>6s}")
     for v in variants:
         t = med[v.name]
         peak = peak16 if v.amp else peak32
-        print(f"{v.name:15s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x "
+        print(f"{v.name:19s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x "
               f"{v.flops / 1e9:11.2f} {100 * v.flops / t / peak:5.1f}%")  # fmt: skip
-    print(f"step cost relative to the engine's MLM step (same batch, fp32, biases): xlm-e "
-          f"{med['xlm-e'] / med['xeval']:.2f}x (target <= 1.5x), mlm+xlco {med['mlm+xlco'] / med['xeval']:.2f}x "
-          f"(target <= 1.3x), mlm+xlco-ref {med['mlm+xlco-ref'] / med['xeval']:.2f}x"
-          + (f"; infoxlm step / xlm step {med['infoxlm'] / med['xlm']:.2f}x"
-          if "xlm" in med else ""))  # fmt: skip
+    if "xlm-e" in med and "mlm+xlco" in med:
+        print(f"step cost relative to the engine's MLM step (same batch, fp32, biases): xlm-e "
+              f"{med['xlm-e'] / med['xeval']:.2f}x (target <= 1.5x), mlm+xlco {med['mlm+xlco'] / med['xeval']:.2f}x "
+              f"(target <= 1.3x), mlm+xlco-ref {med['mlm+xlco-ref'] / med['xeval']:.2f}x"
+              + (f"; infoxlm step / xlm step {med['infoxlm'] / med['xlm']:.2f}x"
+              if "xlm" in med else ""))  # fmt: skip
     for name in (args.profile or "").split(","):
         if name:
             profile(next(v for v in variants if v.name == name), batches[2 : 2 + args.steps])
     flops = {v.name: v.flops for v in variants}
-    print(f"executed FLOPs relative to the MLM step: xlm-e {flops['xlm-e'] / flops['xeval']:.2f}x, mlm+xlco "
-          f"{flops['mlm+xlco'] / flops['xeval']:.2f}x" + (f", infoxlm / xlm {flops['infoxlm'] / flops['xlm']:.2f}x"
-          if "xlm" in flops else ""))  # fmt: skip
+    if "xlm-e" in flops and "mlm+xlco" in flops:
+        print(f"executed FLOPs relative to the MLM step: xlm-e {flops['xlm-e'] / flops['xeval']:.2f}x, mlm+xlco "
+              f"{flops['mlm+xlco'] / flops['xeval']:.2f}x" + (f", infoxlm / xlm {flops['infoxlm'] / flops['xlm']:.2f}x"
+              if "xlm" in flops else ""))  # fmt: skip
 
 
 if __name__ == "__main__":

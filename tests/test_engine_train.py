@@ -91,6 +91,30 @@ def test_resume_is_bit_exact(tmp_path, fake_root, tokenizer_dir):
     assert losses(full)[3:] == losses(part)[3:]
 
 
+def test_bf16_trains_bf16_weights_saves_fp32_masters_and_resumes_bit_exact(tmp_path, fake_root, tokenizer_dir):
+    from xeval.engine.train import pretrain
+
+    objectives = {"mlm": {}, "tlm": {}}
+    full, part, fp32 = tmp_path / "full", tmp_path / "part", tmp_path / "fp32"
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True), full)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True, stop_after=3), part)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True), part, resume=True)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6), fp32)
+    a = load_file(str(full / "state" / "step-0000006" / "model.safetensors"))
+    b = load_file(str(part / "state" / "step-0000006" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # the checkpoint and the export hold the fp32 masters, not bf16-rounded weights
+    exported = load_file(str(full / "model.safetensors"))
+    assert all(v.dtype == torch.float32 for v in [*a.values(), *exported.values()])
+    assert any(not torch.equal(v, v.bfloat16().float()) for v in exported.values())
+    oa = load_file(str(full / "state" / "step-0000006" / "optimizer.safetensors"))
+    ob = load_file(str(part / "state" / "step-0000006" / "optimizer.safetensors"))
+    assert oa.keys() == ob.keys() and all(torch.equal(oa[k], ob[k]) for k in oa)
+    assert losses(full)[3:] == losses(part)[3:]
+    # the same training as fp32 up to bf16 rounding: close, not equal
+    assert losses(full) != losses(fp32) and losses(full) == pytest.approx(losses(fp32), abs=0.05)
+
+
 def test_removed_objective_is_neither_trained_nor_recorded(tmp_path, fake_root, tokenizer_dir):
     from xeval.engine.train import pretrain
 

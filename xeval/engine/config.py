@@ -69,7 +69,7 @@ class TrainConfig:
     # (fairseq) -- summed losses of mlm/tlm/xlco over their summed masked tokens + sentences
     accumulate: int = 1  # batches per optimizer step (gradient accumulation): the step's batch is this many times
     # data.mono_batch / data.pair_batch, e.g. XLM-E's ~1M tokens per step on fewer devices
-    bf16: bool = False
+    bf16: bool = False  # bf16 weights and autocast, fp32 master weights in the optimiser (engine/precision.py)
     compile: bool = False
     seed: int = 0
     threads: int | None = 1  # torch.set_num_threads; None leaves torch's default

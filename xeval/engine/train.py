@@ -40,6 +40,7 @@ from xeval.engine.config import PretrainConfig
 from xeval.engine.data import CleanConfig, MonoStream, PairStream, balanced_sample, load_corpora
 from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import PretrainModel, StepContext, TokenInfo, slice_inputs
+from xeval.engine.precision import BF16Weights
 from xeval.engine.tokenizer import coverage, load_tokenizer, save_tokenizer, train_tokenizer
 from xeval.errors import ConfigError, UserError
 
@@ -392,6 +393,10 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         if pairs is not None:
             pairs.load_state_dict(state["data"]["pairs"])
         log.line(f"resumed from {state_path} at step {start}")
+    # bf16: the trained weights themselves in bf16, fp32 masters in the optimiser (xeval/engine/precision.py);
+    # after the resume, so the masters carry the restored weights and moments
+    weights = BF16Weights(model, optimizer) if tc.bf16 else None
+    as_saved = weights.masters_in_model if weights else contextlib.nullcontext  # checkpoints hold the fp32 masters
     if tc.compile:
         model.encoder.compile()
     net = model
@@ -417,11 +422,12 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
 
     def save(step: int) -> None:
         if rank == 0:
-            ckpt.export_model(model.encoder, out)
-            extra = {"config": cfg.to_dict(), "world": world, "elapsed_s": elapsed(),
-                     "data": {"mono": mono.state_dict() if mono else None,
-                              "pairs": pairs.state_dict() if pairs else None}}  # fmt: skip
-            ckpt.save_state(out, step, model, optimizer, extra, keep=tc.keep)
+            with as_saved():
+                ckpt.export_model(model.encoder, out)
+                extra = {"config": cfg.to_dict(), "world": world, "elapsed_s": elapsed(),
+                         "data": {"mono": mono.state_dict() if mono else None,
+                                  "pairs": pairs.state_dict() if pairs else None}}  # fmt: skip
+                ckpt.save_state(out, step, model, optimizer, extra, keep=tc.keep)
         barrier(world)
 
     def budget_spent() -> bool:  # under DDP every rank must agree: rank 0's clock decides
@@ -436,7 +442,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         if rank == 0:
             card = {"config": cfg.to_dict(), "elapsed_s": round(elapsed(), 1),
                     "note": "a step of the checkpoint series (train.export_every); step 0 = the initial weights"}
-            path = ckpt.export_step(model.encoder, out, step, card)
+            with as_saved():
+                path = ckpt.export_step(model.encoder, out, step, card)
             log.line(f"exported step {step} to {path}")
 
     if tc.export_every and start == 0:
@@ -486,9 +493,14 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             for k, v in part_stats.items():  # stats: tokens summed, the rest averaged over the micro-batches
                 v = float(v) if k == "tokens" else float(v) / tc.accumulate
                 stats[k] = stats.get(k, 0) + (int(v) if k == "tokens" else v)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip) if tc.clip else None
+        if weights is not None:
+            weights.grads_to_masters()
+        clipped = weights.masters if weights is not None else model.parameters()
+        grad_norm = torch.nn.utils.clip_grad_norm_(clipped, tc.clip) if tc.clip else None
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if weights is not None:
+            weights.masters_to_weights()
         step += 1
         if not math.isfinite(float(loss.detach())):
             raise UserError(f"loss became {float(loss.detach())} at step {step}; lower train.lr or check the data")
@@ -544,7 +556,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         bar.close()
     log.bar = None
     if step == 0 and rank == 0:  # no step at all: the initial weights (a random-init control)
-        ckpt.export_model(model.encoder, out)
+        with as_saved():
+            ckpt.export_model(model.encoder, out)
         log.line("no training steps: exported the initial (random) weights")
     if timed and step > start:
         log.line(f"stopped after step {step}: {elapsed():.1f} s of the {tc.max_seconds:g} s budget (train.max_seconds)")
