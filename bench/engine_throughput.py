@@ -4,11 +4,15 @@ Every variant runs a full training step (forward, loss, backward, AdamW step) on
 (B rows x T tokens, 15 % masked with 80/10/10, seeded). Variants run interleaved (round-robin, a warm-up step each
 first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
 
-- ``hf-bert``: ``BertForMaskedLM`` (SDPA attention; its MLM head projects every position, HF's usual recipe);
+- ``hf-bert``: ``BertForMaskedLM`` (SDPA attention; its MLM head projects every position, HF's usual recipe), with
+  torch's default (foreach) AdamW; ``hf-bert-fused``: the same with fused AdamW, the default optimiser of HF's
+  Trainer since torch 2.8 (the "vs hf-bert-fused" column);
 - ``xeval``: the engine's MLM (head on masked positions only), fp32, with biases -- same shape as hf-bert;
+  ``xeval-fused``: + fused AdamW, the fp32 step ``xeval pretrain`` runs;
 - ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-bf16-fused``: + the
-  fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW); ``xeval-compile``
-  (``--compile``): + ``torch.compile`` of the encoder.
+  fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW);
+  ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16`` runs;
+  ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
   query pass to layer round(2/3 L) with gradients, momentum key pass without), i.e. contrast over the same text;
@@ -96,15 +100,19 @@ def build_variants(args, tokens, device):
                  max_position_embeddings=512, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)  # fmt: skip
     variants = []
 
-    torch.manual_seed(0)
-    bert = BertForMaskedLM(BertConfig(vocab_size=V, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
-                                      **shape)).to(device).train()  # fmt: skip
+    def hf(name, fused=False):
+        torch.manual_seed(0)
+        bert = BertForMaskedLM(BertConfig(vocab_size=V, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
+                                          **shape)).to(device).train()  # fmt: skip
 
-    def hf_step(b):
-        ids, inputs, labels = (t.to(device) for t in b)
-        return bert(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
+        def hf_step(b):
+            ids, inputs, labels = (t.to(device) for t in b)
+            return bert(input_ids=inputs, attention_mask=torch.ones_like(inputs), labels=labels).loss
 
-    variants.append(Variant("hf-bert", bert, hf_step, False, device))
+        variants.append(Variant(name, bert, hf_step, False, device, fused))
+
+    hf("hf-bert")  # the peer of the "vs hf-bert" column: torch's default (foreach) AdamW
+    hf("hf-bert-fused", fused=True)  # the optimiser HF's Trainer picks by default since torch 2.8 (adamw_torch_fused)
 
     def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False):
         torch.manual_seed(0)
@@ -140,6 +148,7 @@ def build_variants(args, tokens, device):
         variants.append(Variant(name, model, step, amp, device, fused, bf16_weights))
 
     engine("xeval", {"mlm": {}})
+    engine("xeval-fused", {"mlm": {}}, fused=True)  # what xeval pretrain runs in fp32 (its default)
     engine("xeval-nobias", {"mlm": {}}, bias=False)
     if not args.no_bf16:
         engine("xeval-bf16", {"mlm": {}}, bias=False, amp=True)
@@ -147,7 +156,8 @@ def build_variants(args, tokens, device):
         # + bf16 weights, fp32 masters in the optimiser: what xeval pretrain's train.bf16 runs
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
     if args.compile:
-        engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True)
+        engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True, fused=True,
+               bf16_weights=not args.no_bf16)
     engine("xlm-e", {"mrtd": {}})
     engine("mlm+xlco", {"mlm": {}, "xlco": {"queue_size": 1024}})
     # the reference's options: projection (EMA-copied to the key side) and raw dot product
@@ -156,7 +166,7 @@ def build_variants(args, tokens, device):
         engine("xlm", {"mlm": {}, "tlm": {}})
         engine("infoxlm", {"mlm": {}, "tlm": {}, "xlco": {"queue_size": 1024}})
     if args.only:
-        keep = set(args.only.split(",")) | {"hf-bert"}
+        keep = set(args.only.split(",")) | {"hf-bert"}  # the peer of the ratios
         variants = [v for v in variants if v.name in keep]
     return variants
 
@@ -172,8 +182,9 @@ def profile(variant, batches, rows: int = 18) -> None:
             variant.step(batch)
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
+    calls = sum(e.count for e in events) / len(batches)  # on a shared CPU each call also pays a thread hand-off
     print(f"\nprofile {variant.name}: {len(batches)} steps, self CPU time by operator ({total / 1e3 / len(batches):.0f} "
-          f"ms a step)")
+          f"ms a step, {calls:.0f} operator calls a step)")
     print(f"{'operator':42s} {'calls/step':>10s} {'ms/step':>8s} {'share':>6s}")
     for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:rows]:
         print(f"{e.key[:42]:42s} {e.count / len(batches):10.0f} {e.self_cpu_time_total / 1e3 / len(batches):8.1f} "
@@ -230,11 +241,14 @@ def main() -> None:
     print(f"engine throughput: {args.layers} x {args.hidden}, vocab {args.vocab}, batch {args.batch} x {args.seq}, "
           f"{args.threads} thread(s) on {device}; matmul peak fp32 {peak32 / 1e9:.1f} GFLOP/s, bf16 "
           f"{peak16 / 1e9:.1f} GFLOP/s; medians of {args.repeats} rounds x {args.steps} steps")  # fmt: skip
-    print(f"{'variant':19s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s} {'GFLOP/step':>11s} {'util':>6s}")
+    fused = f" {'vs hf-bert-fused':>13s}" if "hf-bert-fused" in med else ""
+    print(f"{'variant':19s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s}{fused} {'GFLOP/step':>11s} "
+          f"{'util':>6s}")
     for v in variants:
         t = med[v.name]
         peak = peak16 if v.amp else peak32
-        print(f"{v.name:19s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x "
+        fused = f" {med['hf-bert-fused'] / t:12.2f}x" if "hf-bert-fused" in med else ""
+        print(f"{v.name:19s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x{fused} "
               f"{v.flops / 1e9:11.2f} {100 * v.flops / t / peak:5.1f}%")  # fmt: skip
     if "xlm-e" in med and "mlm+xlco" in med:
         print(f"step cost relative to the engine's MLM step (same batch, fp32, biases): xlm-e "

@@ -2,14 +2,16 @@
 
 Under plain bf16 autocast the weights stay fp32 and every product casts its operands: each weight once per forward
 (autocast's cache) and, because the residual stream between the products stays fp32, every activation that enters
-a Linear, and the gradients of both on the way back. On the CPU profile of an MLM step (4 x 256, 16k vocabulary,
-batch 8 x 128, 2 threads) those ``aten::copy_`` casts were 32 % of the step, about what the bf16 products saved.
+a Linear, and the gradients of both on the way back.
 
-Here the model's trainable parameters *are* bf16 (so the activations are too: no casts in the step), and the
-optimiser steps fp32 master copies: after ``backward`` the bf16 gradients are widened into the masters' ``.grad``
-(clipping and AdamW then run in fp32, so updates smaller than bf16's resolution still accumulate in the masters),
-and after the step the masters are rounded into the bf16 weights. Checkpoints, exports and resume see the fp32
-masters (``masters_in_model``): a resumed run rebuilds the same bf16 weights from them, bit for bit.
+Here the model's trainable parameters *are* bf16 (so are the activations: no casts inside the step), and the
+optimiser steps fp32 master copies: after each micro-batch's ``backward`` the bf16 gradients are added into the
+masters' ``.grad`` (the sum over micro-batches, clipping and AdamW run in fp32, so updates smaller than bf16's
+resolution still accumulate in the masters); after the step the masters are rounded into the bf16 weights.
+Under DDP the all-reduce carries the bf16 gradients (summed over the micro-batches in bf16). Checkpoints,
+exports and resume see the fp32 masters (``masters_in_model``): a resumed run rebuilds the same bf16 weights
+from them, bit for bit. LayerNorm, the residual stream and the embeddings run in bf16 too (LayerNorm's
+statistics are accumulated in fp32 by torch's kernel); losses are computed in fp32 (autocast stays on).
 
 Only the optimiser's parameters are converted: frozen copies (XLCO's momentum encoder) and buffers stay fp32.
 """
@@ -44,14 +46,15 @@ class BF16Weights:
         self.masters = [m for m, _ in self.pairs]
 
     def grads_to_masters(self) -> None:
-        """bf16 gradients -> fp32 ``master.grad`` (None where the weight got none); the bf16 ones are dropped."""
+        """Add the bf16 gradients to the fp32 ``master.grad`` and drop them: called after each micro-batch's
+        backward, the sum over micro-batches runs in fp32 (``optimizer.zero_grad`` resets the masters' sums)."""
         for master, weight in self.pairs:
             if weight.grad is None:
-                master.grad = None
-            elif master.grad is None:
+                continue
+            if master.grad is None:
                 master.grad = weight.grad.float()
             else:
-                master.grad.copy_(weight.grad)
+                master.grad.add_(weight.grad)
             weight.grad = None
 
     @torch.no_grad()

@@ -486,6 +486,8 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
                     part = part / tc.accumulate
                 if part.requires_grad:  # False only while an XLCO-only run fills its queue
                     part.backward()
+            if weights is not None and world == 1:  # micro-batch gradients summed in fp32 (DDP: see below)
+                weights.grads_to_masters()
             if counter is not None:
                 counter.__exit__(None, None, None)
                 flops_per_token = counter.get_total_flops() / max(1, part_stats["tokens"])
@@ -493,7 +495,7 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
             for k, v in part_stats.items():  # stats: tokens summed, the rest averaged over the micro-batches
                 v = float(v) if k == "tokens" else float(v) / tc.accumulate
                 stats[k] = stats.get(k, 0) + (int(v) if k == "tokens" else v)
-        if weights is not None:
+        if weights is not None and world > 1:  # DDP all-reduces the bf16 gradients summed over the micro-batches
             weights.grads_to_masters()
         clipped = weights.masters if weights is not None else model.parameters()
         grad_norm = torch.nn.utils.clip_grad_norm_(clipped, tc.clip) if tc.clip else None
