@@ -26,6 +26,16 @@ def test_every_preset_resolves_at_every_size(name, size):
     assert cfg.data.alpha == {"mlm": 0.3, "xlm": 0.5, "general-cpu": 0.3}.get(name, 0.7)
 
 
+def test_general_cpu_default_is_its_own_cpu_size():
+    # the measured CPU recipe (README "A CPU recipe"): 2 x 128, sequence contrast over 256 pairs a step + MLM, a
+    # fixed number of steps (not a wall-clock budget), a BPE alphabet wide enough for Chinese and Japanese
+    cfg = load_config("general-cpu")
+    assert cfg.size == "cpu" and (cfg.model["num_hidden_layers"], cfg.model["hidden_size"]) == (2, 128)
+    assert sorted(cfg.objectives) == ["mlm", "seqcl"] and cfg.data.pair_batch == 256
+    assert cfg.train.steps == 600 and cfg.train.max_seconds is None and cfg.train.export_every == 100
+    assert (cfg.tokenizer.model, cfg.tokenizer.alphabet) == ("bpe", 6000)
+
+
 def test_preset_files_are_all_listed():
     assert sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if p.stem != "sizes") == sorted(PRESETS)
 

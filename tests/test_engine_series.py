@@ -114,6 +114,17 @@ def test_run_over_a_series_then_plot_steps(tmp_path, data_root, capsys):
     assert len([r for r in Store(runs).records() if r.unit.task == "tatoeba"]) == len(records)
     assert main(["report", str(runs), "--plot", "steps", "--figures", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "steps.png").stat().st_size > 0 and (tmp_path / "fig" / "steps.pdf").is_file()
+    from xeval.report.plots import plot_steps
+    from xeval.report.tables import Results
+
+    fig = plot_steps(Results(list(Store(runs).records())))
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert labels == ["layer 0", "layer 1", "layer 2"]  # one legend for every panel, no panel's choice in it
+    widths = {line.get_linewidth() for legend in fig.legends for line in legend.get_lines()}
+    assert widths == {1.0}
+    panel = fig.axes[0]
+    chosen = [line for line in panel.get_lines() if line.get_linewidth() > 2]
+    assert len(chosen) == 1 and "(thick: layer " in panel.get_title()  # each panel names its own thick layer
 
 
 def test_series_glob_matching_nothing_is_one_line(tmp_path, capsys):
@@ -170,3 +181,20 @@ def test_heldout_probe_reads_the_runs_own_heldout_pairs(tmp_path, data_root, min
     assert main(["run", "--model", str(minilm_dir), "--suite", "engine", "--tasks", "heldout",
                  "--data", str(data_root), "--out", str(tmp_path / "r2")]) == 2
     assert "not trained by xeval's engine" in capsys.readouterr().err
+
+
+def test_heldout_pairs_are_read_once_per_data_setting(monkeypatch):
+    # a model and its random-init control (or every step of a series) share the run's data settings: the pool is
+    # cleaned once for them, not once per model; another seed or data setting reads again
+    from xeval.adapters import heldout
+
+    reads = []
+    monkeypatch.setattr(heldout, "_PAIRS", {})
+    monkeypatch.setattr(heldout, "_read_heldout_pairs", lambda config, n: reads.append(n) or {"de": [("a", "b")]})
+    config = {"data": {"parallel": ["general"], "max_lines": 10}, "train": {"seed": 0}}
+    assert heldout.heldout_pairs(config, 5) == heldout.heldout_pairs(json.loads(json.dumps(config)), 5)
+    assert reads == [5]
+    heldout.heldout_pairs({**config, "train": {"seed": 1}}, 5)
+    heldout.heldout_pairs({**config, "data": {"parallel": ["general"], "max_lines": 20}}, 5)
+    heldout.heldout_pairs(config, 6)
+    assert reads == [5, 5, 5, 6]

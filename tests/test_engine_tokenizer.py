@@ -53,3 +53,14 @@ def test_tokenizer_train_verb(tmp_path, capsys):
     assert main(["tokenizer", "train", "--corpus", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
 
+
+
+def test_bpe_alphabet_keeps_rare_characters_out_of_byte_fallback():
+    # 60 distinct CJK characters, each in one line only, beside Latin text: with an alphabet of 40 characters the
+    # rarest CJK characters are left to byte fallback; with 200 each is a piece of its own
+    cjk = [chr(0x4E00 + 7 * i) for i in range(60)]
+    texts = TEXTS + [c * 2 + " " + c for c in cjk]
+    line = "".join(cjk)
+    small = coverage(train_tokenizer(texts, 600, "bpe", alphabet=40), [line])
+    large = coverage(train_tokenizer(texts, 600, "bpe", alphabet=200), [line])
+    assert small["byte_rate"] > 50 and large["byte_rate"] == 0.0

@@ -37,15 +37,29 @@ def engine_config(encoder) -> dict:
     return config
 
 
+_PAIRS: dict[str, dict[str, list[tuple[str, str]]]] = {}  # one process's reads: a model and its control (or a
+# checkpoint series) share their data settings, and finding the held-out 1 % cleans every line of the pool
+
+
 def heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str]]]:
-    """{language: [(English, xx)]} of the run's held-out pairs (en-xx keys), at most ``max_pairs`` each."""
+    """{language: [(English, xx)]} of the run's held-out pairs (en-xx keys), at most ``max_pairs`` each (read once
+    per process for each data setting)."""
+    key = json.dumps([{k: config["data"].get(k) for k in sorted(config["data"])}, config["train"].get("seed"),
+                      max_pairs], sort_keys=True, default=str)
+    if key not in _PAIRS:
+        _PAIRS[key] = _read_heldout_pairs(config, max_pairs)
+    return _PAIRS[key]
+
+
+def _read_heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str]]]:
     from xeval.engine.config import PretrainConfig
     from xeval.engine.data import CleanConfig, load_corpora
     from xeval.engine.train import data_root
 
     cfg = PretrainConfig.from_dict(config, "xeval_pretrain.json")
     dc = cfg.data
-    held = load_corpora(data_root(dc), dc.parallel, dc.monolingual, dc.languages, CleanConfig(**dc.clean),
+    # pairs only: the monolingual corpora's held-out lines are never scored here, and cleaning them all costs minutes
+    held = load_corpora(data_root(dc), dc.parallel, (), dc.languages, CleanConfig(**dc.clean),
                         max_lines=max_pairs, split="heldout", seed=cfg.train.seed, layout=dc.layout)
     out = {}
     for key, rows in held.pairs.items():

@@ -29,6 +29,8 @@ class TokenizerConfig:
     vocab_size: int = 16000
     model: str = "unigram"  # unigram | bpe (both with byte fallback)
     sample_lines: int = 200_000  # language-balanced (alpha) sample the vocabulary is learned from
+    alphabet: int = 1000  # bpe: the most single characters kept as pieces (the rest fall back to bytes); CJK
+    # scripts need thousands (general-cpu: 6000)
 
 
 @dataclass

@@ -33,8 +33,10 @@ def _unigram(pieces: list[tuple[str, float]]) -> models.Unigram:
     return models.Unigram(pieces, unk_id=SPECIALS.index(UNK), byte_fallback=True)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, model: str = "unigram") -> Tokenizer:
-    """Train on ``texts`` (an already language-balanced sample) to exactly ``vocab_size`` ids in total."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int, model: str = "unigram", alphabet: int = 1000) -> Tokenizer:
+    """Train on ``texts`` (an already language-balanced sample) to exactly ``vocab_size`` ids in total. ``alphabet``
+    (BPE only): the most characters kept as pieces of their own; the rarer ones fall back to bytes. 1,000 leaves
+    most Chinese and Japanese characters to byte fallback (3 pieces a character, shared by every character)."""
     n_learned = vocab_size - len(SPECIALS) - len(BYTE_PIECES) - 1  # minus specials, bytes, <mask>
     if n_learned < 100:
         raise ValueError(f"vocab size {vocab_size} leaves {n_learned} learned pieces; use at least 361")
@@ -58,7 +60,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, model: str = "unigram
         _set_pipeline(tok)
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size - 1, special_tokens=SPECIALS + BYTE_PIECES, show_progress=False,
-            limit_alphabet=1000,
+            limit_alphabet=alphabet,
         )  # fmt: skip
         tok.train_from_iterator(texts, trainer=trainer)
         data = json.loads(tok.to_str())

@@ -157,7 +157,7 @@ def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora, log: 
         sample = balanced_sample(corpora, cfg.tokenizer.sample_lines, cfg.data.alpha, cfg.train.seed)
         texts = [t for lines in sample.values() for t in lines]
         try:
-            tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.model)
+            tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.model, cfg.tokenizer.alphabet)
         except ValueError as err:
             raise ConfigError(f"tokenizer: {err}") from None
         save_tokenizer(tok, out)

@@ -418,24 +418,30 @@ def plot_steps(results: Results, width: str | float = "column"):
         raise UserError("no checkpoint series in the given runs (records whose model has a training step: xeval "
                         "run --model 'ckpt/steps/*' on an engine run with train.export_every): nothing to plot "
                         "for --plot steps")
+    from matplotlib.lines import Line2D
+
     inches = _inches(width)
     fig, axes = _subplots(len(data), inches, 2.3)
+    layers = sorted(set().union(*(table.columns for table in data.values())))
+    colors = _colors(len(layers))
+    style = {layer: (colors[i], MARKERS[i % len(MARKERS)]) for i, layer in enumerate(layers)}
     for ax, (task, table) in zip(axes.flat, data.items()):
         table = table.assign(_step=[steps[x] for x in table.index]).sort_values("_step")
         x = table.pop("_step").to_numpy()
         last = table.index[-1]
-        chosen = results.chosen_layer(task, last)
-        layers = sorted(table.columns)
-        for i, (layer, color) in enumerate(zip(layers, _colors(len(layers)))):
-            thick = layer == chosen
-            ax.plot(x, table[layer].to_numpy(), color=color, marker=MARKERS[i % len(MARKERS)], markersize=3,
-                    linewidth=2.2 if thick else 1.0, label=f"layer {layer}" + (" (chosen)" if thick else ""))
-        ax.set_title(f"{task_title(task)} over training")
+        chosen = results.chosen_layer(task, last)  # each panel its own: the probes may choose different layers
+        for layer in sorted(table.columns):
+            color, marker = style[layer]
+            ax.plot(x, table[layer].to_numpy(), color=color, marker=marker, markersize=3,
+                    linewidth=2.2 if layer == chosen else 1.0)
+        thick = "" if chosen is None else f"\n(thick: layer {chosen}, the reported one)"
+        ax.set_title(f"{task_title(task)} over training{thick}")
         ax.set_xlabel(_wrap("training step (0 = random init)", inches / axes.shape[1]))
         ax.set_ylabel(_wrap(metric_label(table.attrs.get("metric", ""), task) or "score", 2.0))
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    _legend(fig, handles, labels, inches)
+    # one legend for every panel's layers, drawn at one width: which layer is thick differs from panel to panel
+    handles = [Line2D([], [], color=style[k][0], marker=style[k][1], markersize=3, linewidth=1.0) for k in layers]
+    _legend(fig, handles, [f"layer {k}" for k in layers], inches)
     return fig
 
 
