@@ -11,7 +11,7 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
   ``xeval-fused``: + fused AdamW, the fp32 step ``xeval pretrain`` runs;
 - ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-bf16-fused``: + the
   fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW);
-  ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16`` runs;
+  ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16_weights`` runs;
   ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
@@ -65,7 +65,7 @@ class Variant:
         self.name, self.model, self.step_fn, self.amp, self.device = name, model, step_fn, amp, device
         self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, betas=(0.9, 0.98),
                                      fused=fused)
-        self.weights = BF16Weights(model, self.opt) if bf16_weights else None  # as xeval pretrain's train.bf16
+        self.weights = BF16Weights(model, self.opt) if bf16_weights else None  # as xeval pretrain's train.bf16_weights
         self.times: list[float] = []
         self.flops = None
 
@@ -153,7 +153,7 @@ def build_variants(args, tokens, device):
     if not args.no_bf16:
         engine("xeval-bf16", {"mlm": {}}, bias=False, amp=True)
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
-        # + bf16 weights, fp32 masters in the optimiser: what xeval pretrain's train.bf16 runs
+        # + bf16 weights, fp32 masters in the optimiser: xeval pretrain's train.bf16_weights
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
     if args.compile:
         engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True, fused=True,

@@ -54,6 +54,9 @@ def test_bad_configs_are_config_errors(tmp_path):
         load_config("mlm", "huge")
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['lrate'\]"):
         load_config("mlm", "micro", ["train.lrate=1"])
+    with pytest.raises(ConfigError, match="train.bf16_weights must be false unless train.bf16 is true"):
+        load_config("mlm", "micro", ["train.bf16_weights=true"])
+    assert load_config("mlm", "micro", ["train.bf16=true", "train.bf16_weights=true"]).train.bf16_weights
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nobjectives: {mlm: {}\n")
     with pytest.raises(ConfigError, match="bad.yaml:.*not valid YAML"):

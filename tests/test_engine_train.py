@@ -94,11 +94,12 @@ def test_resume_is_bit_exact(tmp_path, fake_root, tokenizer_dir):
 def test_bf16_trains_bf16_weights_saves_fp32_masters_and_resumes_bit_exact(tmp_path, fake_root, tokenizer_dir):
     from xeval.engine.train import pretrain
 
-    objectives = {"mlm": {}, "tlm": {}}  # 2 micro-batches a step: their gradients are summed in the fp32 masters
+    objectives = {"mlm": {}, "tlm": {}}
+    bf16 = {"bf16": True, "bf16_weights": True, "accumulate": 2}  # 2 micro-batches: summed in the fp32 masters
     full, part, fp32 = tmp_path / "full", tmp_path / "part", tmp_path / "fp32"
-    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True, accumulate=2), full)
-    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True, accumulate=2, stop_after=3), part)
-    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, bf16=True, accumulate=2), part, resume=True)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, **bf16), full)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, stop_after=3, **bf16), part)
+    pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, **bf16), part, resume=True)
     pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, accumulate=2), fp32)
     a = load_file(str(full / "state" / "step-0000006" / "model.safetensors"))
     b = load_file(str(part / "state" / "step-0000006" / "model.safetensors"))

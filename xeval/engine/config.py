@@ -71,7 +71,9 @@ class TrainConfig:
     # (fairseq) -- summed losses of mlm/tlm/xlco over their summed masked tokens + sentences
     accumulate: int = 1  # batches per optimizer step (gradient accumulation): the step's batch is this many times
     # data.mono_batch / data.pair_batch, e.g. XLM-E's ~1M tokens per step on fewer devices
-    bf16: bool = False  # bf16 weights and autocast, fp32 master weights in the optimiser (engine/precision.py)
+    bf16: bool = False  # bf16 autocast (fp32 weights)
+    bf16_weights: bool = False  # with bf16: the weights themselves bf16, fp32 masters in the optimiser
+    # (engine/precision.py); no faster on the CPU measured (README "Training-step speed"), so not the default
     compile: bool = False
     seed: int = 0
     threads: int | None = 1  # torch.set_num_threads; None leaves torch's default
@@ -148,6 +150,7 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
          "an integer >= 1 or null")
     need(tc.threads is None or (isinstance(tc.threads, int) and tc.threads >= 1), "train.threads", tc.threads,
          "an integer >= 1 or null")
+    need(not tc.bf16_weights or tc.bf16, "train.bf16_weights", tc.bf16_weights, "false unless train.bf16 is true")
     need(isinstance(kc.vocab_size, int) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,
          f"an integer >= {MIN_VOCAB} (specials, 256 byte pieces and at least 100 learned pieces)")
     need(isinstance(kc.sample_lines, int) and kc.sample_lines >= 1, "tokenizer.sample_lines", kc.sample_lines,

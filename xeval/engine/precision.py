@@ -1,4 +1,4 @@
-"""bf16 training weights with fp32 master weights (``train.bf16``).
+"""bf16 training weights with fp32 master weights (``train.bf16_weights``, with ``train.bf16``).
 
 Under plain bf16 autocast the weights stay fp32 and every product casts its operands: each weight once per forward
 (autocast's cache) and, because the residual stream between the products stays fp32, every activation that enters

@@ -393,9 +393,9 @@ def _pretrain(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: in
         if pairs is not None:
             pairs.load_state_dict(state["data"]["pairs"])
         log.line(f"resumed from {state_path} at step {start}")
-    # bf16: the trained weights themselves in bf16, fp32 masters in the optimiser (xeval/engine/precision.py);
+    # bf16_weights: the trained weights themselves in bf16, fp32 masters in the optimiser (engine/precision.py);
     # after the resume, so the masters carry the restored weights and moments
-    weights = BF16Weights(model, optimizer) if tc.bf16 else None
+    weights = BF16Weights(model, optimizer) if tc.bf16_weights else None
     as_saved = weights.masters_in_model if weights else contextlib.nullcontext  # checkpoints hold the fp32 masters
     if tc.compile:
         model.encoder.compile()
