@@ -274,3 +274,18 @@ def test_a_probe_with_a_selection_split_reports_the_other_split_never_dev():
     assert reported_split({"dev", "test"}) == "test"
     assert reported_split({"test"}) == "test"
     assert reported_split({"dev"}) == "dev"  # a probe reported on dev alone (no selection split ran)
+
+
+def test_report_tables_show_flores_devtest_and_choose_its_layer_on_dev():
+    """The report's frame kept the first sorted split per language: FLORES' dev (its selection split) was shown as
+    the result, and with dev among the shown splits no layer was chosen on it."""
+    records = []
+    for layer, (dev, devtest) in enumerate([(10.0, 30.0), (50.0, 20.0)]):  # dev prefers layer 1, devtest layer 0
+        for lang in ("de", "fr"):
+            records.append(rec(A, "flores", lang, {"accuracy": dev}, layer=layer, split="dev"))
+            records.append(rec(A, "flores", lang, {"accuracy": devtest}, layer=layer, split="devtest"))
+    results = Results(records)
+    assert set(results.sweep["split"]) == {"devtest"}
+    assert results.chosen_layer("flores", "alpha") == 1 and results.layer_rules[(A, "flores", "zero-shot")].rule == "dev"
+    shown = results.long[(results.long["task"] == "flores") & (results.long["metric"] == "accuracy")]
+    assert set(shown["value"]) == {20.0}  # devtest at the dev-chosen layer, never dev's 50 or devtest's own best 30

@@ -196,8 +196,12 @@ def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
-    """Keep one split per (model, task, language): ``split`` if given, else ``test`` where present, else the
-    first. Per language because suites evaluate some languages on dev where no labelled test exists."""
+    """Keep one split per (model, task, language): ``split`` if given, else the reported one
+    (``xeval.adapters.sweep.reported_split``: ``test`` where present, else a split other than the selection split --
+    FLORES-200 reports ``devtest`` and selects on ``dev``, which sorts first --, else the only one). Per language
+    because suites evaluate some languages on dev where no labelled test exists."""
+    from xeval.adapters.sweep import reported_split
+
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:
@@ -206,8 +210,7 @@ def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
         return kept
     parts = []
     for _, group in frame.groupby(["model", "task", "lang"], sort=False):
-        splits = sorted(group["split"].unique())
-        chosen = "test" if "test" in splits else splits[0]
+        chosen = reported_split(group["split"].unique())
         parts.append(group[group["split"] == chosen])
     return pd.concat(parts, ignore_index=True)
 
