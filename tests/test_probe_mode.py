@@ -64,6 +64,34 @@ def test_span_head_finds_marked_positions():
         assert int(logits[:, 0].argmax()) == s and int(logits[:, 1].argmax()) == e
 
 
+def test_span_loss_by_hand_and_its_written_out_gradient_equals_autograd():
+    """Zero weights: every position of a window is equally likely, so the loss is the mean of log(window length)
+    (log 3 and log 5 here). Any weights: loss and gradient equal autograd's through a padded -inf grid."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+
+    from xeval.adapters.probe_heads import SpanLoss
+
+    lengths, starts, ends = [3, 5], [1, 0], [2, 4]
+    x = torch.from_numpy(np.random.default_rng(4).normal(size=(8, 6)).astype(np.float32))
+    objective = SpanLoss(x, lengths, starts, ends)
+    loss, grad_w, grad_b = objective(torch.zeros(6, 2), torch.zeros(2))
+    assert float(loss) == pytest.approx((math.log(3) + math.log(5)) / 2, abs=1e-6)
+
+    weight = torch.from_numpy(np.random.default_rng(5).normal(size=(6, 2)).astype(np.float32)).requires_grad_()
+    bias = torch.tensor([0.3, -0.2], requires_grad=True)
+    grid = torch.full((2, 5, 2), float("-inf"))
+    grid = grid.index_put((torch.tensor([0, 0, 0, 1, 1, 1, 1, 1]), torch.tensor([0, 1, 2, 0, 1, 2, 3, 4])),
+                          x @ weight + bias)
+    reference = (F.cross_entropy(grid[..., 0], torch.tensor(starts)) + F.cross_entropy(grid[..., 1], torch.tensor(ends))) / 2
+    reference.backward()
+    loss, grad_w, grad_b = objective(weight.detach(), bias.detach())
+    assert float(loss) == pytest.approx(float(reference.detach()), abs=1e-6)
+    assert torch.allclose(grad_w, weight.grad, atol=1e-6) and torch.allclose(grad_b, bias.grad, atol=1e-6)
+
+
 # ------------------------------------------------------------------------------------------ the encoding cache
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 C_GRID = (0.001, 0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
 MAX_ITER = 150
@@ -110,31 +109,57 @@ class SpanHead:
 
 def fit_span_head(tokens: np.ndarray, lengths: list[int], starts: list[int], ends: list[int]) -> SpanHead:
     """tokens [sum(lengths), H]: every window's token features, windows one after another; starts/ends: the gold
-    start/end position in each window (0, the [CLS] token, when the window does not hold the answer)."""
-    x = torch.from_numpy(np.asarray(tokens, dtype=np.float32))
-    mean, scale = x.mean(0), x.std(0).clamp(min=1e-6)
-    x = (x - mean) / scale
-    n, width = len(lengths), max(lengths)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    window = torch.from_numpy(np.repeat(np.arange(n), lengths))  # [N_tok]: window of each token
-    position = torch.from_numpy(np.arange(len(x)) - np.repeat(offsets, lengths))  # [N_tok]: position in window
-    start = torch.tensor(starts, dtype=torch.long)
-    end = torch.tensor(ends, dtype=torch.long)
-    weight = torch.zeros(x.shape[1], 2, requires_grad=True)
-    bias = torch.zeros(2, requires_grad=True)
+    start/end position in each window (0, the [CLS] token, when the window does not hold the answer).
+
+    The loss's gradient is written out (``SpanLoss``) instead of taken by autograd: the same numbers (to float
+    rounding) at half the cost, since this fit is bound by reading the large (~150k tokens x H) feature matrix and
+    the two products it needs run about twice as fast with the layout chosen for each."""
+    x = torch.from_numpy(np.array(tokens, dtype=np.float32))  # a copy, standardised in place below
+    scale, mean = torch.std_mean(x, 0)
+    scale = scale.clamp(min=1e-6)
+    x.sub_(mean).div_(scale)
+    objective = SpanLoss(x, lengths, starts, ends)
+    weight = torch.zeros(x.shape[1], 2)
+    bias = torch.zeros(2)
     optimiser = torch.optim.LBFGS([weight, bias], lr=1.0, max_iter=SPAN_ITERATIONS, history_size=20,
                                   line_search_fn="strong_wolfe")
     losses: list[float] = []
 
     def closure():
-        optimiser.zero_grad()
-        flat = x @ weight + bias  # [N_tok, 2]
-        grid = torch.full((n, width, 2), float("-inf")).index_put((window, position), flat)  # -inf past the end
-        loss = (F.cross_entropy(grid[..., 0], start) + F.cross_entropy(grid[..., 1], end)) / 2
-        loss.backward()
-        losses.append(float(loss.detach()))
+        loss, weight.grad, bias.grad = objective(weight, bias)
+        losses.append(float(loss))
         return loss
 
     optimiser.step(closure)
-    loss = torch.tensor(losses[-1])
-    return SpanHead(mean, scale, weight.detach(), bias.detach(), float(loss.detach()))
+    return SpanHead(mean, scale, weight, bias, losses[-1])
+
+
+class SpanLoss:
+    """Cross-entropy over each window's positions, start and end averaged over the windows, and its gradient.
+
+    x [N_tok, H] (windows one after another). ``x @ weight`` is computed as ``weight.T @ x.T`` on a contiguous
+    copy of ``x.T`` and the weight gradient as ``g.T @ x``: both then stream their matrix row by row (measured
+    ~2x faster than ``x @ weight`` and ``x.T @ g`` on 150k x 384 at one thread)."""
+
+    def __init__(self, x: torch.Tensor, lengths: list[int], starts: list[int], ends: list[int]):
+        self.x, self.xt = x, x.T.contiguous()
+        self.n, self.width = len(lengths), max(lengths)
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self.window = torch.from_numpy(np.repeat(np.arange(self.n), lengths))  # [N_tok]: window of each token
+        self.position = torch.from_numpy(np.arange(len(x)) - np.repeat(offsets, lengths))  # [N_tok]: its position
+        self.start = torch.tensor(starts, dtype=torch.long)
+        self.end = torch.tensor(ends, dtype=torch.long)
+        self.rows = torch.arange(self.n)
+
+    def __call__(self, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(loss, d loss / d weight [H, 2], d loss / d bias [2])."""
+        logits = (weight.T @ self.xt).T + bias  # [N_tok, 2]
+        grid = torch.full((self.n, self.width, 2), float("-inf")).index_put((self.window, self.position), logits)
+        log_p = torch.log_softmax(grid, dim=1)  # [windows, width, 2]; -inf past each window's end
+        norm = 2.0 * self.n
+        loss = -(log_p[self.rows, self.start, 0].sum() + log_p[self.rows, self.end, 1].sum()) / norm
+        d = log_p.exp()  # d loss / d logit: (softmax - one-hot gold) / norm
+        d[self.rows, self.start, 0] -= 1.0
+        d[self.rows, self.end, 1] -= 1.0
+        g = d[self.window, self.position] / norm  # [N_tok, 2]
+        return loss, (g.T @ self.x).T.contiguous(), g.sum(0)

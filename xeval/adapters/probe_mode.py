@@ -31,6 +31,8 @@ selection set; ``extra.probe_selection`` the selection score that picks the laye
 from __future__ import annotations
 
 import time
+from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,7 @@ from xeval.adapters import finetune
 from xeval.adapters.probe_heads import ClassifierHead, SpanHead, fit_classifier, fit_span_head
 from xeval.adapters.training import Recipe, collate, subsample
 from xeval.atomic import write_text
+from xeval.console import log
 from xeval.errors import ConfigError
 from xeval.provenance import hash_json
 from xeval.results import PROBE_MODE, Record, Unit, stamp
@@ -230,6 +233,26 @@ READOUTS = {"tagging": WordReadout, "pair_classification": PairReadout}
 # ------------------------------------------------------------------------------------------------- the loop
 
 
+class CpuTally:
+    """CPU seconds (``time.process_time``: every thread of the process) per phase of one task's probe run, logged
+    at its end: on a shared machine the wall clock says little, CPU seconds say where the work goes."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.process_time() - start
+
+    def describe(self) -> str:
+        parts = [f"{name} {s:.1f}" for name, s in self.seconds.items()]
+        return f"{sum(self.seconds.values()):.1f} CPU s ({', '.join(parts)})"
+
+
 @dataclass
 class Fitted:
     layer: int
@@ -254,20 +277,24 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
     records = [r for r in found.values() if r is not None]
     if not todo:
         return records
-    train = subsample(finetune.load(card, card.train["lang"], card.train["split"], ctx), recipe.max_train)
-    family.setup(train)
-    fit_examples, selection, selection_info = selection_split(card, recipe, train, ctx, held_out)
+    tally = CpuTally()
+    task_cpu = time.process_time()
+    with tally.phase("data"):
+        train = subsample(finetune.load(card, card.train["lang"], card.train["split"], ctx), recipe.max_train)
+        family.setup(train)
+        fit_examples, selection, selection_info = selection_split(card, recipe, train, ctx, held_out)
     start = time.perf_counter()
     if card.type == "qa":
-        probe = _SpanProbe(family, ctx)
+        probe = _SpanProbe(family, ctx, tally)
     else:
-        probe = _ClassifierProbe(READOUTS[card.type](family), ctx)
+        probe = _ClassifierProbe(READOUTS[card.type](family), ctx, tally)
     fitted = probe.fit(fit_examples, selection, layers)
     fit_s = time.perf_counter() - start
     for lang in todo:
         missing = [layer for layer in layers if (lang, layer) not in found]
         t0 = time.perf_counter()
-        examples = finetune.load(card, lang, card.split_for(lang), ctx)
+        with tally.phase("data"):
+            examples = finetune.load(card, lang, card.split_for(lang), ctx)
         if recipe.max_eval:
             examples = examples[: recipe.max_eval]
         if not examples:
@@ -275,6 +302,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
         predictions = probe.predict(examples, {layer: fitted[layer] for layer in missing})
         each = (time.perf_counter() - t0 + fit_s / len(todo)) / len(missing)
         labelled = family.labelled(examples)
+        scoring = time.process_time()
         for layer in missing:
             unit = units[(lang, layer)]
             metrics = {k: round(float(v), 6) for k, v in family.score(predictions[layer], examples, lang).items()} \
@@ -307,6 +335,9 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                 write_text(root / card.name / f"test-{lang}.{family.suffix}", text)
             ctx.store.put(record, family.outcomes(predictions[layer], examples, lang) if labelled else None)
             records.append(record)
+        tally.seconds["score+store"] += time.process_time() - scoring
+    tally.seconds["other"] = time.process_time() - task_cpu - sum(tally.seconds.values())
+    log.info(f"{card.name} probe: {tally.describe()}")
     return records
 
 
@@ -345,15 +376,16 @@ def selection_split(card, recipe: Recipe, train: list, ctx, reason: str | None) 
 
 
 class _ClassifierProbe:
-    def __init__(self, readout: _Readout, ctx):
-        self.readout, self.ctx = readout, ctx
+    def __init__(self, readout: _Readout, ctx, tally: CpuTally):
+        self.readout, self.ctx, self.tally = readout, ctx, tally
         self.family = readout.family
         self.readout_name = readout.name
 
     def fit(self, train: list, selection: list, layers: list[int]) -> dict[int, Fitted]:
-        x, keys = self.readout.rows(train, layers, self.ctx)
+        with self.tally.phase("encode"):
+            x, keys = self.readout.rows(train, layers, self.ctx)
+            sx, skeys = self.readout.rows(selection, layers, self.ctx)
         y = self.readout.labels(train, keys)
-        sx, skeys = self.readout.rows(selection, layers, self.ctx)
         metric = self.family.card.metric
         lang = self.family.card.train["lang"]
         out = {}
@@ -362,15 +394,18 @@ class _ClassifierProbe:
                 preds = self.readout.predictions(selection, skeys, head.predict(sx[row]))
                 return self.family.score(preds, selection, lang)[metric]
 
-            head = fit_classifier(x[row], y, score)
+            with self.tally.phase("heads"):  # the fits and their selection-set scores
+                head = fit_classifier(x[row], y, score)
             out[layer] = Fitted(layer, head, head.scores[head.C])
         return out
 
     def predict(self, examples: list, fitted: dict[int, Fitted]) -> dict[int, list]:
         layers = sorted(fitted)
-        x, keys = self.readout.rows(examples, layers, self.ctx)
-        return {layer: self.readout.predictions(examples, keys, fitted[layer].head.predict(x[row]))
-                for row, layer in enumerate(layers)}
+        with self.tally.phase("encode"):
+            x, keys = self.readout.rows(examples, layers, self.ctx)
+        with self.tally.phase("predict"):
+            return {layer: self.readout.predictions(examples, keys, fitted[layer].head.predict(x[row]))
+                    for row, layer in enumerate(layers)}
 
 
 class _SpanProbe:
@@ -378,17 +413,19 @@ class _SpanProbe:
 
     readout_name = "every token of every window (question + context, as fine-tuning sees them)"
 
-    def __init__(self, family, ctx):
-        self.family, self.ctx = family, ctx
+    def __init__(self, family, ctx, tally: CpuTally):
+        self.family, self.ctx, self.tally = family, ctx, tally
 
     def fit(self, train: list, selection: list, layers: list[int]) -> dict[int, Fitted]:
-        feats = self.family.features(train)  # windows with gold start/end ([CLS] when not in the window)
-        lengths = [len(f["input_ids"]) for f in feats]
-        positions = [list(range(n)) for n in lengths]
-        states = cached_rows(self.ctx, feats, layers, positions, np.float16)  # [L, sum(lengths), H]
+        with self.tally.phase("encode"):
+            feats = self.family.features(train)  # windows with gold start/end ([CLS] when not in the window)
+            lengths = [len(f["input_ids"]) for f in feats]
+            positions = [list(range(n)) for n in lengths]
+            states = cached_rows(self.ctx, feats, layers, positions, np.float16)  # [L, sum(lengths), H]
         starts = [int(f["start_positions"]) for f in feats]
         ends = [int(f["end_positions"]) for f in feats]
-        heads = {layer: fit_span_head(states[row], lengths, starts, ends) for row, layer in enumerate(layers)}
+        with self.tally.phase("heads"):
+            heads = {layer: fit_span_head(states[row], lengths, starts, ends) for row, layer in enumerate(layers)}
         del states
         lang = self.family.card.train["lang"]
         preds = self.predict(selection, {layer: Fitted(layer, h, 0.0) for layer, h in heads.items()})
@@ -418,9 +455,11 @@ class _SpanProbe:
             batch = collate(feats, pad)
             extra = {"token_type_ids": batch["token_type_ids"].to(encoder.device)} \
                 if token_types and "token_type_ids" in batch else {}
-            states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
-                                   attention_mask=batch["attention_mask"].to(encoder.device),
-                                   output_hidden_states=True, return_dict=True, **extra).hidden_states
+            with self.tally.phase("encode"):
+                states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
+                                       attention_mask=batch["attention_mask"].to(encoder.device),
+                                       output_hidden_states=True, return_dict=True, **extra).hidden_states
+            decoding = time.process_time()
             for layer in layers:
                 head: SpanHead = fitted[layer].head  # type: ignore[assignment]
                 logits = head.logits(states[layer].float().cpu())  # [B, T, 2]
@@ -432,5 +471,6 @@ class _SpanProbe:
                         ex, (score, (a, b), _) = wins[k].example, found  # (score, chars, tokens)
                         if ex not in best[layer] or score > best[layer][ex][0]:
                             best[layer][ex] = (score, examples[ex].context[a:b])
+            self.tally.seconds["decode"] += time.process_time() - decoding
         return {layer: [best[layer][i][1] if i in best[layer] else "" for i in range(len(examples))]
                 for layer in layers}

@@ -288,7 +288,7 @@ def best_span(win: Window, start_logits: list[float], end_logits: list[float], n
     """(score, (char start, char end), (start token, end token)) of the best valid span in one window, or None."""
 
     def top(values):
-        return sorted(range(len(values)), key=lambda i: values[i], reverse=True)[:n_best]
+        return sorted(range(len(values)), key=values.__getitem__, reverse=True)[:n_best]  # no Python-level key call
 
     found = None
     for s in top(start_logits):
