@@ -96,6 +96,20 @@ def scores(runs: Path) -> dict:
     return out
 
 
+def steps_reached(out: Path, label: str, seeds: list[int]) -> str:
+    """The optimiser steps each seed's model reached within its time budget (the last ``step`` of its ``log.jsonl``):
+    a budget buys fewer steps on a busier machine, so a variant and its baseline compare only at similar counts."""
+    import json
+
+    counts = []
+    for s in seeds:
+        path = out / f"{label}-s{s}" / "log.jsonl"
+        if path.is_file():
+            steps = [json.loads(line).get("step") for line in path.read_text(encoding="utf-8").splitlines() if line]
+            counts.append(str(next((x for x in reversed(steps) if x is not None), "?")))
+    return ", ".join(counts) or "—"
+
+
 def mean_std(values: list[float]) -> str:
     if not values:
         return "—"
@@ -112,9 +126,13 @@ def write_report(args, table: dict, command: str) -> Path:
              "accuracy en→xx (%) at the layer chosen on the selection split (FLORES dev for Tatoeba and FLORES; "
              "the held-out set has no dev split: its best layer, marked). `control` = the random-init model of "
              "the same shape (mean over the runs). Δ = variant − baseline (mean over seeds); sign ✓ when Δ > 0 (the "
-             "paper's direction), ✗ when Δ ≤ 0; with one seed no spread is known.", ""]
+             "paper's direction), ✗ when Δ ≤ 0; with one seed no spread is known. A time budget buys fewer steps "
+             "on a busier machine: each claim lists the steps its models reached.", ""]
     for claim, variant, base in CLAIMS:
-        lines += [f"## {claim}", "", "| task | variant | baseline | control | Δ | sign | peak layer (variant / baseline) |",
+        lines += [f"## {claim}", "",
+                  f"Steps reached per seed: {variant[0]} {steps_reached(Path(args.out), variant[0], seeds)}; "
+                  f"{base[0]} {steps_reached(Path(args.out), base[0], seeds)}.", "",
+                  "| task | variant | baseline | control | Δ | sign | peak layer (variant / baseline) |",
                   "|---|---|---|---|---|---|---|"]
         for task in TASKS:
             def vals(label, suffix="", task=task):
