@@ -26,7 +26,12 @@ def two_process(tmp_path_factory) -> Path:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
            str(free_port()), str(REPO / "tests" / "ddp_objectives.py"), str(out)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    written = {p.stem for p in out.glob("*.safetensors")}
+    # gloo's worker threads can abort a rank at interpreter exit after every collective has finished (upstream
+    # teardown race: "terminate called without an active exception", ~1 run in 8 before the script's final barrier).
+    # Only that, with every result written, is accepted: the tests below still compare every number.
+    exit_abort = "terminate called without an active exception" in proc.stderr and written == set(ddp_objectives.CASES)
+    assert proc.returncode == 0 or exit_abort, proc.stderr[-3000:]
     return out
 
 

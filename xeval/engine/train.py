@@ -267,10 +267,16 @@ def pretrain(cfg: PretrainConfig, out: str | Path, resume: bool = False, echo=No
         torch.set_num_threads(tc.threads)
     rank, world, device = setup_distributed(tc.device)
     try:
-        return _pretrain(cfg, out, resume, rank, world, device, echo)
-    finally:
+        summary = _pretrain(cfg, out, resume, rank, world, device, echo)
+    except BaseException:
         if world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+            dist.destroy_process_group()  # no barrier: the other ranks may never reach it; torchrun stops them
+        raise
+    if world > 1 and dist.is_initialized():
+        # leave together: a rank that tears gloo down while rank 0 still writes the export can abort at exit (SIGABRT)
+        dist.barrier()
+        dist.destroy_process_group()
+    return summary
 
 
 def export_random_init(cfg: PretrainConfig, out: str | Path, echo=None) -> dict:
