@@ -171,13 +171,22 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
     again = _run(tmp_path, data_root)
     assert sorted(r.metrics["f1" if "f1" in r.metrics else "accuracy"] for r in again) == \
         sorted(r.metrics["f1" if "f1" in r.metrics else "accuracy"] for r in records)
+    # a changed fine-tuning recipe (learning rate, epochs, batch) is not the probe's: the store answers it too
+    from xeval.runner import RunOptions, RunSummary, run
+
+    summary = RunSummary()
+    opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini",
+                      tasks=["udpos", "xnli", "xquad"], langs=["en", "de"], out=str(tmp_path / "runs"),
+                      recipe={"max_train": 40, "max_dev": 10, "max_eval": 8, "learning_rate": 1e-3, "epochs": 7,
+                              "batch_size": 4}, options={"max_eval": 8}, mode="probe")
+    relabelled = run(opts, echo=lambda *_: None, summary=summary)
+    assert summary.computed == 0 and summary.reused == len(records)
+    assert all("learning_rate" not in r.config["recipe"] for r in relabelled)
     import shutil
 
     for task in ("udpos", "xnli"):
         shutil.rmtree(next((tmp_path / "runs").glob("tiny_*")) / task)
     monkeypatch.setattr(probe_mode, "hidden_rows", lambda *a, **k: pytest.fail("re-encoded a cached input"))
-    from xeval.runner import RunOptions, run
-
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["udpos", "xnli"],
                       langs=["en", "de"], out=str(tmp_path / "runs"),
                       recipe={"max_train": 40, "max_dev": 10, "max_eval": 8}, options={"max_eval": 8}, mode="probe")

@@ -52,6 +52,10 @@ MODE = PROBE_MODE
 PROBE_SEED = 0
 HOLD_OUT_EVERY = 5  # held-out selection: every fifth training example
 MAX_SELECTION = 1000  # selection examples when the recipe sets no max_dev (PAN-X English dev has 10,000)
+# the recipe fields a probe's numbers depend on; the fine-tuning ones (learning rate, epochs, batch size, warm-up)
+# do not, so a changed fine-tuning recipe neither re-runs nor relabels probe units
+PROBE_RECIPE_FIELDS = ("max_train", "max_dev", "max_eval", "max_length", "probe_pooling", "eval_batch_size",
+                       "doc_stride", "max_query_length", "max_answer_length", "n_best_size")
 
 
 def _unit(card, lang: str, layer: int, ctx, config_hash: str | None) -> Unit:
@@ -70,12 +74,17 @@ def _unit_hash(card, lang: str, recipe: Recipe, family, ctx, held_out: str | Non
             finetune.data_identity(card, lang_t, split_t, ctx)]
     if held_out is None:
         data.append(finetune.data_identity(card, lang_t, "dev", ctx))
-    config = {"mode": MODE, "recipe": recipe.to_json(), "selection": held_out or "dev",
+    config = {"mode": MODE, "recipe": probe_recipe(recipe), "selection": held_out or "dev",
               "heads": {"C_grid": list(probe_heads.C_GRID), "max_iter": probe_heads.MAX_ITER, "tol": probe_heads.TOL,
                         "span_iterations": probe_heads.SPAN_ITERATIONS, "hold_out_every": HOLD_OUT_EVERY,
                         "max_selection": MAX_SELECTION},
               **family.config()}
     return config_hash(card, ctx, config, data)
+
+
+def probe_recipe(recipe: Recipe) -> dict:
+    """The probe-relevant part of ``recipe`` (``PROBE_RECIPE_FIELDS``): what a probe unit is keyed on and records."""
+    return {k: getattr(recipe, k) for k in PROBE_RECIPE_FIELDS}
 
 
 def probe_layers(ctx) -> list[int]:
@@ -313,8 +322,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                 config={
                     "mode": MODE,
                     "layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k",
-                    "recipe": {k: getattr(recipe, k) for k in ("max_train", "max_dev", "max_eval", "max_length",
-                                                               "probe_pooling")},
+                    "recipe": probe_recipe(recipe),
                     "readout": probe.readout_name,
                     "head": fitted[layer].head.describe(),
                     "train": {"lang": card.train["lang"], "split": card.train["split"],
