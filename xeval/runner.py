@@ -220,8 +220,13 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 
     check_device(opts.device)  # before anything loads: no CUDA, a typo -> one line
     check_dtype(opts.dtype)
+    from xeval.adapters import shared_training
+
     with distributed.session(opts.shard, opts.device, opts.threads, opts.ddp_finetune) as (worker, device):
-        records, errors = _run(opts, worker, device, echo, on_task, summary, encoder)
+        try:
+            records, errors = _run(opts, worker, device, echo, on_task, summary, encoder)
+        finally:
+            shared_training.release()  # a model kept for the next task does not outlive the run
     summary.seconds = time.perf_counter() - started
     if errors:
         if problems is None:

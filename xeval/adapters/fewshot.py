@@ -132,7 +132,7 @@ def _run_seed(card, langs, seed, shots, recipe, ctx, family_cls) -> list[Record]
     train = finetune.subsample(finetune.load(card, *source, ctx), recipe.max_train)
     family.setup(train)
     dev = finetune._dev_set(card, recipe, ctx)
-    english, report = finetune._train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed} (English)")
+    english, report = finetune._train(family, family.features(train), dev, seed, recipe, ctx, f"{card.name} s{seed} (English)")
     pad = finetune._pad_id(family.tokenizer)
     for lang in langs:
         if all((lang, k) in found for k in shots):

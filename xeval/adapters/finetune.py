@@ -22,10 +22,12 @@ from pathlib import Path
 from torch import nn
 
 from xeval import distributed, unscored
+from xeval.adapters import shared_training
 from xeval.adapters.training import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
 from xeval.atomic import write_text
 from xeval.compat import RECIPES as COMPAT_RECIPES
 from xeval.compat import mode_of as compat_mode
+from xeval.console import log
 from xeval.errors import ConfigError
 from xeval.results import Record, Unit, _slug, stamp
 
@@ -79,6 +81,12 @@ class Family:
     def config(self) -> dict:
         """Family options that decide the numbers (recorded in every result's ``config``)."""
         return {"max_length": self.max_length, "compat": self.compat}
+
+    def training_config(self, selects_on_dev: bool) -> dict:
+        """The options that decide the trained weights (``xeval.adapters.shared_training``): all of ``config()``
+        here; a family whose config also holds prediction-only options leaves them out when no dev score selects
+        the weights."""
+        return self.config()
 
 
 # --------------------------------------------------------------------------------------------------- data access
@@ -220,9 +228,21 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
             raise _translated_missing(card, setting, train_source, err) from None
         family.setup(train)
         dev = _dev_set(card, recipe, ctx)
-        model, report = _train(family, train, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint)
+        features = family.features(train)
+        key = shared_training.training_key(family, features, dev, seed, recipe, joint)
+        kept = shared_training.reuse(key, family.encoder.device)
+        if kept is None:
+            model, report = _train(family, features, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint)
+            trained_for = None
+        else:
+            model, report, trained_for = kept
+            log.info(f"{card.name} s{seed}: the model fine-tuned for {trained_for} (the same encoder, seed, recipe, "
+                     f"training features and selection), not trained again")
+        extra = {"trained_for": trained_for} if trained_for else None
         for lang in distributed.share(missing) if joint else missing:  # joint: the languages split over the ranks
-            out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx))
+            out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx,
+                                 training_extra=extra))
+        shared_training.keep(key, model, report, trained_for or card.name, limit=len(ctx.seeds))
         del model
     if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and distributed.rank_world()[0]):
         _export(card, langs, units, family, recipe, ctx)
@@ -240,12 +260,13 @@ def _dev_set(card, recipe: Recipe, ctx) -> list:
         return []  # the card names no dev split: keep the last weights
 
 
-def _train(family: Family, train: list, dev: list, seed: int, recipe: Recipe, ctx, desc: str, joint: bool = False):
+def _train(family: Family, features: list[dict], dev: list, seed: int, recipe: Recipe, ctx, desc: str,
+           joint: bool = False):
     set_seed(seed)  # the head's initialisation depends on the seed too
     model = family.build_model(backbone_copy(family.encoder))
     metric = family.card.metric
     evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
-    report = fine_tune(model, family.features(train), recipe, seed, _pad_id(family.tokenizer), evaluate,
+    report = fine_tune(model, features, recipe, seed, _pad_id(family.tokenizer), evaluate,
                        device=family.encoder.device, desc=desc, data_parallel=joint)
     return model, report
 
@@ -255,7 +276,7 @@ def _pad_id(tokenizer) -> int:
 
 
 def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev, train_source, ctx,
-              extra_config: dict | None = None) -> Record:
+              extra_config: dict | None = None, training_extra: dict | None = None) -> Record:
     card, recipe = family.card, family.recipe
     start = time.perf_counter()
     examples = load(card, unit.lang, unit.split, ctx)
@@ -286,7 +307,7 @@ def _evaluate(family: Family, model, report: TrainReport, unit: Unit, train, dev
             **(extra_config or {}),
         },
         provenance=stamp(time.perf_counter() - start),
-        extra={"training": report.to_json(),
+        extra={"training": {**report.to_json(), **(training_extra or {})},
                **({} if labelled else unscored.extra("the evaluation data has no gold labels"))},
     )
     ctx.store.put(record, family.outcomes(predictions, examples, unit.lang) if labelled else None)

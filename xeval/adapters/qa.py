@@ -228,6 +228,14 @@ class QA(finetune.Family):
                 **({"do_lower_case": bool(getattr(self.tokenizer, "do_lower_case", False))}
                    if self.compat == "xtreme" else {})}
 
+    def training_config(self, selects_on_dev: bool) -> dict:
+        # answer normalisation, answer text and the n-best search only score and predict: without dev selection
+        # they leave the weights alone, so XQuAD (SQuAD normalisation) and MLQA (its own) can share one model
+        if selects_on_dev:
+            return self.config()
+        prediction_only = ("normalisation", "answer_text", "n_best_size", "max_answer_length", "do_lower_case")
+        return {k: v for k, v in self.config().items() if k not in prediction_only}
+
 
 # ---------------------------------------------------------------------------------------------- helpers
 

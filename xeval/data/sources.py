@@ -219,8 +219,16 @@ def _subsample_indices(card, lang: str, split: str, total: int, seed: int) -> li
     n = card.sample_size(split)
     if n is None or card.format in ("bucc", "alignment") or n >= total:
         return None
-    rng = random.Random(f"{seed}/{card.name}/{lang}/{split}")
+    rng = random.Random(f"{seed}/{_drawn_as(card, split)}/{lang}/{split}")
     return sorted(rng.sample(range(total), int(n)))
+
+
+def _drawn_as(card, split: str) -> str:
+    """The task name a subsample is drawn under: the card's own, or for the training split ``subsample.train_as``
+    (tasks that train on the same file draw the same examples, so they can share one fine-tuned model)."""
+    if card.train and split == card.train.get("split") and card.subsample.get("train_as"):
+        return str(card.subsample["train_as"])
+    return card.name
 
 
 def count_examples(card, lang: str, split: str, root: DataRoot, seed: int = 0) -> tuple[int, int]:
@@ -259,6 +267,8 @@ def data_identity(card, lang: str, split: str, root: DataRoot, seed: int = 0) ->
     subsample = None
     if n is not None and card.format not in ("bucc", "alignment"):
         subsample = {"n": int(n), "seed": seed, "method": "random.Random(f'{seed}/{task}/{lang}/{split}').sample, file order kept"}
+        if _drawn_as(card, split) != card.name:
+            subsample["task"] = _drawn_as(card, split)
     if root.layout == "hub":
         from xeval.data import hub
 
