@@ -242,7 +242,8 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
         for lang in distributed.share(missing) if joint else missing:  # joint: the languages split over the ranks
             out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx,
                                  training_extra=extra))
-        shared_training.keep(key, model, report, trained_for or card.name, limit=len(ctx.seeds))
+        # one model per seed, the model's and its random-init control's
+        shared_training.keep(key, model, report, trained_for or card.name, limit=2 * len(ctx.seeds))
         del model
     if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and distributed.rank_world()[0]):
         _export(card, langs, units, family, recipe, ctx)

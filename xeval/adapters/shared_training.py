@@ -1,15 +1,16 @@
 """One fine-tuned model for the tasks that train alike.
 
 XTREME fine-tunes once on SQuAD v1.1 and answers both XQuAD and MLQA with that model. xeval does the same: when a
-task's training is exactly the previous task's (the same encoder, seed, recipe, head options, training features and
+task's training is exactly an earlier task's (the same encoder, seed, recipe, head options, training features and
 selection set), the model that task trained is reused instead of training again, and each record says which task
 trained it (``extra.training.trained_for``). On a CPU, where training is deterministic, this changes no number; on
 a GPU it also makes XQuAD and MLQA come from one model, as in the paper.
 
 The key is computed from the training features themselves (token ids, labels, answer positions), not from file
 names or subsample settings, so two tasks share a model only when they would have trained on identical inputs. The
-last models, one per seed of the run, are kept on the CPU (a kept XLM-R large must not crowd the next task's training
-on a small GPU) until later tasks' models push them out or the run ends (``release``).
+last models, one per seed of the run and encoder (the model and its control), are kept on the CPU (a kept XLM-R
+large must not crowd the next task's training on a small GPU) until later tasks' models push them out or the run
+ends (``release``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def reuse(key: str, device) -> tuple[nn.Module, TrainReport, str] | None:
 
 
 def keep(key: str, model: nn.Module, report: TrainReport, task: str, limit: int) -> None:
-    """Keep ``model`` for a later task; at most ``limit`` models (one per seed of the run), the oldest let go."""
+    """Keep ``model`` for a later task; at most ``limit`` models, the oldest let go."""
     _kept[key] = (model.to("cpu"), report, task)
     _kept.move_to_end(key)
     while len(_kept) > limit:
