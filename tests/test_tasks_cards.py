@@ -81,6 +81,17 @@ def test_card_hash_changes_with_content():
     assert card.hash != before
 
 
+def test_card_hash_ignores_prose():
+    # notes, description, citation and licence change no number, so editing them keeps stored units current
+    card = load_card("xnli")
+    before = card.hash
+    card.notes = [*card.notes, "a corrected sentence"]
+    card.description, card.citation, card.licence = "another description", "another citation", "another licence"
+    assert card.hash == before
+    card.subsample = {"train": 10}
+    assert card.hash != before
+
+
 def test_unknown_task_and_suite_name_the_folder():
     with pytest.raises(ConfigError, match=r"unknown task 'nope'.*nope\.yaml.*known tasks: .*udpos"):
         load_card("nope")

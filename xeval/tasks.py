@@ -64,6 +64,7 @@ _CARD_KEYS = {
     "name", "type", "format", "description", "languages", "names", "labels", "metric", "metrics", "train",
     "eval_split", "eval_splits", "files", "hub", "recipe", "subsample", "notes", "citation", "licence",
 }
+_PROSE_KEYS = {"description", "notes", "citation", "licence"}  # change no number: left out of the card's hash
 _REQUIRED = ("name", "type", "format", "languages", "metric", "files")
 _SUITE_KEYS = {"name", "description", "layouts", "tasks", "notes"}
 _ENTRY_KEYS = {"card", "languages", "eval_splits", "train", "subsample", "recipe", "notes"}
@@ -119,15 +120,18 @@ class Card:
     suite: str | None = None  # set on the effective cards a suite returns
     path: str = ""  # the YAML file it came from (not part of the hash)
 
-    def content(self) -> dict:
-        """The canonical content: everything that can change a number (the source path is left out)."""
-        out = {k: copy.deepcopy(getattr(self, k)) for k in sorted(_CARD_KEYS)}
+    def content(self, prose: bool = True) -> dict:
+        """The canonical content (the source path left out); ``prose=False``: only what can change a number."""
+        keys = _CARD_KEYS if prose else _CARD_KEYS - _PROSE_KEYS
+        out = {k: copy.deepcopy(getattr(self, k)) for k in sorted(keys)}
         out["suite"] = self.suite
         return out
 
     @property
     def hash(self) -> str:
-        return hash_json(self.content())
+        # part of every unit's identity: a corrected note or description must not turn stored results into another
+        # setting's (a rerun would recompute everything and call the old records stale)
+        return hash_json(self.content(prose=False))
 
     def identity(self) -> dict:
         """What a result record stores under ``card``."""
@@ -182,7 +186,7 @@ class Suite:
 
     @property
     def hash(self) -> str:
-        return hash_json([c.content() for c in self.cards])
+        return hash_json([c.content(prose=False) for c in self.cards])
 
 
 # ----------------------------------------------------------------------------------------------------------- loading
