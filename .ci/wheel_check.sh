@@ -41,7 +41,7 @@ assert sys.prefix in xeval.__file__, f"xeval imported from {xeval.__file__}, not
 PY
 "$OUT/venv/bin/xeval" tasks > tasks.txt
 # Every committed card and suite is listed by the installed package.
-for card in "$REPO"/xeval/cards/*.yaml "$REPO"/xeval/cards/suites/*.yaml; do
+for card in "$REPO"/tasks/*.yaml "$REPO"/tasks/suites/*.yaml; do
     name=$(basename "$card" .yaml)
     grep -qE "^  $name( |$)" tasks.txt || { echo "wheel-check: '$name' missing from the installed 'xeval tasks'" >&2; exit 1; }
 done
@@ -51,8 +51,8 @@ done
 
 # A tiny run: a locally built 2-layer BERT on a synthetic world's Tatoeba-like task.
 "$OUT/venv/bin/xeval" synth --out world > synth.log
-"$OUT/venv/bin/python" -c "import sys; sys.path.insert(0, '$REPO/tests'); from pathlib import Path
-from helpers_tiny import make_tiny_bert; make_tiny_bert(Path('tiny'))"
+"$OUT/venv/bin/python" -c "import sys; sys.path.insert(0, '$REPO/tests/helpers'); from pathlib import Path
+from tiny import make_tiny_bert; make_tiny_bert(Path('tiny'))"
 "$OUT/venv/bin/xeval" run --model tiny --suite synthetic --data world --tasks synth_tatoeba --out runs \
     --device cpu > run.log
 grep -q "synth_tatoeba" run.log

@@ -1,6 +1,6 @@
 """What ``--compat xtreme``'s QA answer text costs: the oracle (each question's gold span as the prediction, cut to
 the tokens that cover it) scored through character offsets (xeval's default) and through XTREME's
-``get_final_text`` (``xeval.compat``), with an XLM-R-style SentencePiece tokenizer (unigram, ``▁`` word marks,
+``get_final_text`` (``xeval.cards.compat``), with an XLM-R-style SentencePiece tokenizer (unigram, ``▁`` word marks,
 byte fallback off).
 
 No XLM-R tokenizer is on this machine, so one is trained here with the ``tokenizers`` library on general-domain
@@ -55,7 +55,7 @@ def train_tokenizer(data: Path, lines: int, vocab: int, out: Path):
 
 def oracle(tokenizer, examples, metric: str, lang: str) -> dict[str, float]:
     """EM / F1 of the gold spans as predictions, answer text through offsets and through get_final_text."""
-    from xeval.compat import xtreme_answer
+    from xeval.cards.compat import xtreme_answer
     from xeval.metrics import gold_answers, mlqa_scores, squad_scores
 
     by_offsets, by_xtreme = {}, {}
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from transformers import AutoTokenizer
 
-    from xeval.data.squad import read_squad
+    from xeval.data.squad_json import read_squad
 
     if args.tokenizer:
         tokenizer, what = AutoTokenizer.from_pretrained(args.tokenizer), str(args.tokenizer)

@@ -44,8 +44,8 @@ def data_root(arg: str | None) -> Path:
 
 
 def tiny_model(root: Path, folder: Path, layers: int, hidden: int) -> Path:
-    from tests.helpers_tiny import make_tiny_bert
-    from tests.helpers_transfer import real_lines
+    from tests.helpers.tiny import make_tiny_bert
+    from tests.helpers.transfer import real_lines
 
     return make_tiny_bert(folder, texts=real_lines(root), vocab_size=4000, layers=layers, hidden=hidden)
 
@@ -53,7 +53,7 @@ def tiny_model(root: Path, folder: Path, layers: int, hidden: int) -> Path:
 def context(encoder, root: Path, recipe: dict):
     from xeval.adapters import RunContext
     from xeval.data.sources import DataRoot
-    from xeval.results import Store
+    from xeval.results.store import Store
 
     return RunContext(encoder=encoder, data=DataRoot.resolve(str(root)), store=Store(tempfile.mkdtemp()),
                       options={"recipe": recipe})
@@ -63,7 +63,7 @@ def context(encoder, root: Path, recipe: dict):
 
 
 def xeval_runner(family, features, recipe, device):
-    from xeval.adapters import training
+    from xeval.adapters.transfer import loop as training
 
     def prepare():
         training.set_seed(1)
@@ -80,7 +80,7 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, a
     import torch
     from torch.utils.data import DataLoader
 
-    from xeval.adapters.training import linear_schedule
+    from xeval.adapters.transfer.loop import linear_schedule
 
     def prepare():
         torch.manual_seed(1)
@@ -124,9 +124,9 @@ def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, de
 
 def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
     """The adapter's family, recipe, training examples and features for one card's English training set."""
-    from xeval.adapters import finetune
-    from xeval.adapters.training import Recipe
-    from xeval.tasks import load_card
+    from xeval.adapters.transfer import zero_shot as finetune
+    from xeval.adapters.transfer.loop import Recipe
+    from xeval.cards.catalog import load_card
 
     card = load_card(card_name)
     ctx = context(encoder, root, recipe_overrides)
@@ -140,7 +140,7 @@ def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
 def tagging_pair(encoder, root, recipe_overrides, device):
     from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification
 
-    from xeval.adapters.tagging import Tagging
+    from xeval.adapters.transfer.tagging import Tagging
 
     family, recipe, examples, features = adapter_side("udpos", Tagging, encoder, root, recipe_overrides)
     # the usual Hugging Face recipe: tokenise with truncation, label the first subword of each word
@@ -161,7 +161,7 @@ def tagging_pair(encoder, root, recipe_overrides, device):
 def classification_pair(encoder, root, recipe_overrides, device):
     from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
-    from xeval.adapters.classification import PairClassification
+    from xeval.adapters.transfer.classification import PairClassification
 
     family, recipe, examples, features = adapter_side("xnli", PairClassification, encoder, root, recipe_overrides)
     tok = encoder.tokenizer
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
     import torch
     import transformers
 
-    from xeval.encoders import Encoder
+    from xeval.models.encoder import Encoder
 
     root = data_root(args.data)  # (imports tests.conftest, which sets torch's thread count: set ours after it)
     torch.set_num_threads(args.threads)

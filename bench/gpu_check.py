@@ -24,9 +24,9 @@ SIZES = {  # a random-init encoder of the base shape (BERT/XLM-R base) or a toy 
 
 def build_model(args) -> None:
     """A random-init BERT of the chosen size with a WordPiece vocabulary trained on the task's training text."""
-    from tests.helpers_tiny import make_tiny_bert
+    from tests.helpers.tiny import make_tiny_bert
+    from xeval.cards.catalog import load_suite
     from xeval.data.sources import DataRoot, load_examples
-    from xeval.tasks import load_suite
 
     card = load_suite(args.suite).card(args.task)
     examples = load_examples(card, card.train["lang"], card.train["split"], DataRoot.resolve(args.data), seed=0)
@@ -39,7 +39,7 @@ def build_model(args) -> None:
 
 
 def _records(store: Path) -> dict:
-    from xeval.results import Store
+    from xeval.results.store import Store
 
     return {r.unit: r for r in Store(store).records()} if store.is_dir() else {}
 

@@ -3,7 +3,7 @@
 The encoder returns every hidden state from one forward pass, so a sweep should cost about one single-layer probe
 (target: ratio <= 1.2). Word alignment extracts every layer's links in one call per method and chunk of pairs:
 argmax-inter is one tensor operation over the layers, Sinkhorn iterates all (pair, layer) problems of the chunk
-together (xeval/adapters/sinkhorn.py), exact OT stays one network-simplex solve per pair and layer (~1-2 ms each
+together (xeval/adapters/probes/sinkhorn.py), exact OT stays one network-simplex solve per pair and layer (~1-2 ms each
 at ~50 x 50 subwords: that is what remains of its ratio).
 
     python bench/layer_sweep.py                       # tiny 4-layer model built on the fly, Tatoeba de,fr,ja,sw
@@ -35,7 +35,7 @@ def data_root(arg: str | None) -> Path:
 
 
 def tiny_model(root: Path, folder: Path, layers: int, hidden: int) -> Path:
-    from tests.helpers_tiny import make_tiny_bert
+    from tests.helpers.tiny import make_tiny_bert
 
     lines = []
     for name in ("deu-eng.deu", "deu-eng.eng", "fra-eng.fra", "jpn-eng.jpn"):
@@ -81,12 +81,12 @@ def main() -> int:
     import torch
 
     from tests.conftest import find_data_root  # noqa: F401  (imported before the thread setting: it sets its own)
-    from xeval.adapters.alignment import ALIGN_DEFAULTS, align_layers
-    from xeval.adapters.probes import DEFAULTS
-    from xeval.adapters.retrieval import tatoeba_layers
-    from xeval.data.alignment import read_alignment
+    from xeval.adapters.probes.alignment import ALIGN_DEFAULTS, align_layers
+    from xeval.adapters.probes.base import DEFAULTS
+    from xeval.adapters.probes.retrieval import tatoeba_layers
+    from xeval.data.alignment_gold import read_alignment
     from xeval.data.tatoeba import read_tatoeba
-    from xeval.encoders import Encoder
+    from xeval.models.encoder import Encoder
 
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)  # OpenMP spinning on a shared CPU distorts every timing

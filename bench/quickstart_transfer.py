@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xeval.atomic import write_text  # noqa: E402
-from xeval.quickstart import FINETUNE, PROBES, Options, quickstart  # noqa: E402
+from xeval.base.atomic import write_text  # noqa: E402
+from xeval.run.quickstart import FINETUNE, PROBES, Options, quickstart  # noqa: E402
 
 CONDITIONS = {
     "overlap": {"overlap": (0.5,), "order": ("SVO",)},
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
                            max_steps=spec.get("max_steps", 100_000))  # fmt: skip
             print(f"== {cond} seed {seed}", flush=True)
             result = quickstart(opts, echo=lambda text: print(f"   {text}", flush=True))
-            from xeval.results import load_records
+            from xeval.results.store import load_records
 
             records = [r for r in load_records([Path(opts.out) / "results"]) if r.unit.model == result["model"]]
             results.setdefault(cond, []).append(scores(records))

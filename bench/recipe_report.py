@@ -35,8 +35,8 @@ def mean_std(values: list[float]) -> str:
 def collect(runs: Path):
     """{model name: {task: (layer, rule, {lang: (en->xx, both-direction mean)})}} at each model's chosen layer, on
     the reported split (never FLORES dev)."""
-    from xeval.adapters.sweep import choose_layers
-    from xeval.results import Store
+    from xeval.results.layers import choose_layers
+    from xeval.results.store import Store
 
     records = list(Store(runs).records())
     chosen = {}
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     command = "python bench/recipe_report.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     text = build(Path(args.runs), args.title, command, args.how)
     if args.out:
-        from xeval.atomic import write_text
+        from xeval.base.atomic import write_text
 
         write_text(Path(args.out), text)
         print(f"wrote {args.out}")

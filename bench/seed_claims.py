@@ -81,8 +81,8 @@ def evaluate(model: Path, args) -> None:
 
 def scores(runs: Path) -> dict:
     """{(model folder name or its control, task): (score at the chosen layer, chosen layer, rule, peak layer)}."""
-    from xeval.adapters.sweep import choose_layers
-    from xeval.results import Store
+    from xeval.results.layers import choose_layers
+    from xeval.results.store import Store
 
     records = list(Store(runs).records())
     out = {}
@@ -155,7 +155,7 @@ def write_report(args, table: dict, command: str) -> Path:
               "fine-tuning each model does not fit a shared CPU's budget.", ""]
     path = Path(args.report)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from xeval.atomic import write_text
+    from xeval.base.atomic import write_text
 
     write_text(path, "\n".join(lines))
     return path

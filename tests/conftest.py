@@ -63,9 +63,9 @@ def one_card_world(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def tiny_encoder(data_root):
-    """An Encoder over the shared tiny BERT of tests/helpers_transfer.py (the model is built once per process;
+    """An Encoder over the shared tiny BERT of tests/helpers/transfer.py (the model is built once per process;
     each test module gets its own Encoder, so no module sees another's changes)."""
-    from tests import helpers_transfer
+    from tests.helpers import transfer as helpers_transfer
 
     return helpers_transfer.tiny_encoder(data_root)
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import xeval
-from tests.helpers_transfer import tiny_model
+from tests.helpers.transfer import tiny_model
 
 PROBE = {"suite": "probes", "tasks": "tatoeba", "langs": ["de", "fr"], "layers": [0, 2], "max_eval": 30}
 
@@ -48,7 +48,7 @@ def test_an_in_memory_pair_scores_like_its_folder_and_a_store_reads_back(data_ro
 
 
 def test_compat_is_an_argument_recorded_in_its_own_column(data_root):
-    from xeval.errors import UserError
+    from xeval.base.errors import UserError
 
     frame = xeval.evaluate(str(tiny_model(data_root)), data=data_root, compat="xtreme",
                            **{**PROBE, "langs": ["de"], "layers": [2]})
@@ -58,8 +58,8 @@ def test_compat_is_an_argument_recorded_in_its_own_column(data_root):
 
 
 def test_bad_model_arguments_are_user_errors(data_root):
-    from xeval.encoders import Encoder
-    from xeval.errors import UserError
+    from xeval.base.errors import UserError
+    from xeval.models.encoder import Encoder
 
     with pytest.raises(UserError, match=r"\(model, tokenizer\) pair"):
         xeval.evaluate(object(), data=data_root, **PROBE)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import helpers_transfer
 from tests.conftest import one_card_world
-from tests.report_records import rec, write_run
+from tests.helpers import transfer as helpers_transfer
+from tests.helpers.report_records import rec, write_run
 from xeval import cli
-from xeval.tasks import load_card
+from xeval.cards.catalog import load_card
 
 
 def snapshot(folder: Path) -> dict[str, int]:
@@ -272,7 +272,7 @@ def test_bad_run_arguments_fail_before_loading(world, tmp_path, capfd, case):
 
 
 def test_long_model_folder_name_is_shortened_with_a_hash(tmp_path):
-    from xeval.results import Store, Unit
+    from xeval.results.store import Store, Unit
 
     name = "m" * 250 + "@0123456789ab"
     path = Store(tmp_path).path(Unit(model=name, task="panx", lang="de", split="dev", seed=1))
@@ -409,7 +409,7 @@ def test_pretrain_config_errors_are_one_line(tmp_path, capfd):
 
 @pytest.fixture(scope="module")
 def engine_root(tmp_path_factory) -> Path:
-    from tests.helpers_engine import make_data_root
+    from tests.helpers.engine import make_data_root
 
     return make_data_root(tmp_path_factory.mktemp("engine-data"), n_pairs=120, n_mono=120)
 
@@ -419,7 +419,7 @@ def pretrain_yaml(path: Path, root: Path, tokenizer_dir: Path | None = None, **c
     {key: value} merged over it."""
     import yaml
 
-    from tests.helpers_engine import micro_config
+    from tests.helpers.engine import micro_config
 
     cfg = micro_config(root, {"mlm": {}}, tokenizer_dir, steps=2, log_every=1).to_dict()
     for section, values in changes.items():
@@ -507,7 +507,7 @@ def test_stale_partial_state_folders_are_removed_on_the_next_start(interrupted, 
 
 
 def test_alignment_words_are_split_on_ascii_spaces_only(tmp_path):
-    from xeval.data.alignment import read_alignment
+    from xeval.data.alignment_gold import read_alignment
 
     text, gold = tmp_path / "jaen.src-tgt", tmp_path / "jaen.gold"
     # KFTT-derived gold counts the ideographic space U+3000 as a word of its own: 'b' is word 3, not word 2
@@ -532,7 +532,7 @@ def test_task_names_are_not_paths(world, tmp_path, capfd):
     (tmp_path / "tasks" / "suites" / "t.yaml").write_text("name: t\ntasks:\n  - ../tasks/tiny\n")
     error = one_error(capfd, ["data", "check", "--data", str(tmp_path / "data"), "--suite", "t"])
     assert f"{tmp_path / 'tasks' / 'suites' / 't.yaml'}: task name '../tasks/tiny'" in error, error
-    from xeval.results import _slug
+    from xeval.results.store import _slug
 
     for text in ("..", ".", "../x", "a/../../b", "../.."):
         assert "/" not in _slug(text) and _slug(text) not in {".", ".."}, text
@@ -566,7 +566,7 @@ def test_a_250_character_model_folder_name_runs_and_stores(world, tiny, tmp_path
 
 
 def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
-    from xeval.runner import format_tables
+    from xeval.run.runner import format_tables
 
     table = format_tables([rec("m@1", "xquad", "ar", {}), rec("m@1", "xquad", "de", {"f1": 61.5, "exact_match": 40.0})])
     header, *rows = table.splitlines()[1:]

@@ -31,7 +31,7 @@ def test_conventions_and_result_schema_are_documented():
     for topic in ("hidden_states[k]", "en→xx", "AER", "(EM + F1) / 2", "Transfer gap", "Label-free", "Unit identity"):
         assert topic in conventions, topic
     schema = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    from xeval.outcomes import SCHEMA as OUTCOMES
-    from xeval.results import SCHEMA
+    from xeval.results.outcomes import SCHEMA as OUTCOMES
+    from xeval.results.store import SCHEMA
 
     assert SCHEMA in schema and OUTCOMES in schema and '"correct"' in schema

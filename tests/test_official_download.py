@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, require_file
-from tests.helpers_transfer import context, tiny_model
+from tests.helpers.transfer import context, tiny_model
 
 REPLICA = "xtreme_download_replica"
 
@@ -30,7 +30,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_qa_test_files_with_dummy_answers_are_label_free(replica, data_root):
-    from xeval.data.squad import is_label_free, read_squad
+    from xeval.data.squad_json import is_label_free, read_squad
 
     stripped = read_squad(replica / "xquad" / "xquad.zh.json", "zh", "test")
     assert {(a.text, a.start) for ex in stripped for a in ex.answers} == {("", 0)}  # remove_qa_test_annotations
@@ -42,9 +42,9 @@ def test_qa_test_files_with_dummy_answers_are_label_free(replica, data_root):
 
 
 def test_tatoeba_with_the_english_side_sorted_is_label_free(replica, data_root):
+    from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot, load_examples
     from xeval.data.tatoeba import gold_order_known
-    from xeval.tasks import load_card
 
     card = load_card("tatoeba")
     official = load_examples(card, "de", "test", DataRoot.resolve(str(replica)))
@@ -99,11 +99,12 @@ def test_predictions_from_the_download_scored_against_the_originals_equal_the_sh
     the shared layout's English QA training set, so both layouts train on the same examples) and the full TyDiQA
     English train. Its label-free predictions, scored by ``xeval score`` against labels from the originals, give
     exactly the numbers xeval computes itself on the shared layout (QA: first N questions; Tatoeba: all pairs)."""
-    from xeval.adapters import qa, retrieval
-    from xeval.adapters.finetune import load
+    from xeval.adapters.probes import retrieval
+    from xeval.adapters.transfer import qa
+    from xeval.adapters.transfer.zero_shot import load
+    from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot
-    from xeval.scoring import score_submission
-    from xeval.tasks import load_card
+    from xeval.submission.scorer import score_submission
 
     copy = tmp_path / "download"
     shutil.copytree(replica, copy, ignore=shutil.ignore_patterns("udpos", "panx", "xnli", "pawsx", "bucc2018"))

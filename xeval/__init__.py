@@ -22,6 +22,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'xeval' has no attribute {name!r}")
 
 
-from xeval import _autoregister  # noqa: E402 - after the module's names, as before
+from xeval.models import autoregister as _autoregister  # noqa: E402 - after the module's names, as before
 
 _autoregister.install()  # AutoModel knows engine checkpoints once transformers is imported (torch-free until then)

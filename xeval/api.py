@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from xeval.errors import UserError
+from xeval.base.errors import UserError
 
 UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed", "mode", "compat"]
 
@@ -50,7 +50,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     """Evaluate ``model`` on ``tasks`` of ``suite`` and return one row per unit (see ``records_frame``).
 
     model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
-        memory, or an ``xeval.encoders.Encoder``.
+        memory, or an ``xeval.models.encoder.Encoder``.
     tasks, langs: names (a list or a comma-separated string); default every task of the suite, each its own languages.
     data: the data folder (``--data``); default ``$XEVAL_DATA``, else a ``shared/data`` folder beside the working directory; ``"hub"`` for the hub.
     seeds: a count (3 = seeds 1, 2, 3) or a list of seeds (fine-tuning tasks; probes are deterministic, seed 0).
@@ -61,11 +61,11 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     mode: ``"finetune"`` (XTREME's protocol) or ``"probe"`` (the fine-tuning tasks with the encoder frozen and a
         linear head on every layer's features; rows say ``mode`` and are never to be averaged with fine-tuning's).
     compat: ``"none"`` (xeval's pipeline) or ``"xtreme"`` (``--compat xtreme``: the published XTREME pipeline's
-        quirks, see ``xeval.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
+        quirks, see ``xeval.cards.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
     """
-    from xeval.encoders import Encoder
-    from xeval.runner import RunOptions, parse_seeds, resolve_device
-    from xeval.runner import run as run_suite
+    from xeval.models.encoder import Encoder
+    from xeval.run.runner import RunOptions, parse_seeds, resolve_device
+    from xeval.run.runner import run as run_suite
 
     encoder = None
     if isinstance(model, Encoder):
@@ -95,7 +95,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
 def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.DataFrame:
     """The records of a store folder (``xeval run --out``), a record file, or several of them, as ``evaluate``
     returns them (one row per unit)."""
-    from xeval.results import load_records
+    from xeval.results.store import load_records
 
     paths = [path] if isinstance(path, str | os.PathLike) else list(path)
     return records_frame(load_records(paths))

@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xeval.errors import ConfigError
+from xeval.base.errors import ConfigError
 
 TASK_TYPES = {
-    "tagging": "xeval.adapters.tagging",  # UD-POS, PAN-X
-    "pair_classification": "xeval.adapters.classification",  # XNLI, PAWS-X
-    "qa": "xeval.adapters.qa",  # XQuAD, MLQA, TyDiQA-GoldP
-    "retrieval": "xeval.adapters.retrieval",  # Tatoeba
-    "heldout_retrieval": "xeval.adapters.heldout",  # the engine's own held-out pairs (models xeval trained)
-    "bitext_mining": "xeval.adapters.mining",  # BUCC 2018
-    "alignment": "xeval.adapters.alignment",  # word alignment by OT, scored by AER
-    "lexicon": "xeval.adapters.lexicon",  # bilingual lexicon induction (MUSE)
-    "tokenizer_stats": "xeval.adapters.tokenization",  # tokenizer diagnostics per language (FLORES-200)
-    "neutrality": "xeval.adapters.neutrality",  # language ID probe and CKA per layer (FLORES-200)
+    "tagging": "xeval.adapters.transfer.tagging",  # UD-POS, PAN-X
+    "pair_classification": "xeval.adapters.transfer.classification",  # XNLI, PAWS-X
+    "qa": "xeval.adapters.transfer.qa",  # XQuAD, MLQA, TyDiQA-GoldP
+    "retrieval": "xeval.adapters.probes.retrieval",  # Tatoeba
+    "heldout_retrieval": "xeval.adapters.probes.heldout",  # the engine's own held-out pairs (models xeval trained)
+    "bitext_mining": "xeval.adapters.probes.mining",  # BUCC 2018
+    "alignment": "xeval.adapters.probes.alignment",  # word alignment by OT, scored by AER
+    "lexicon": "xeval.adapters.probes.lexicon",  # bilingual lexicon induction (MUSE)
+    "tokenizer_stats": "xeval.adapters.probes.tokenization",  # tokenizer diagnostics per language (FLORES-200)
+    "neutrality": "xeval.adapters.probes.neutrality",  # language ID probe and CKA per layer (FLORES-200)
 }
 
 
@@ -41,15 +41,15 @@ JOINT_PROBES = frozenset({"neutrality"})  # probes that read all their languages
 class RunContext:
     """Everything an adapter needs besides the card and languages."""
 
-    encoder: Any  # xeval.encoders.Encoder (loaded once per run)
+    encoder: Any  # xeval.models.encoder.Encoder (loaded once per run)
     data: Any  # xeval.data.sources.DataRoot
-    store: Any  # xeval.results.Store
+    store: Any  # xeval.results.store.Store
     seeds: list[int] = field(default_factory=lambda: [1])
     layers: list[int] | None = None  # probes: hidden_states indices; None = the card's default layer
     export_dir: Path | None = None  # write predictions in XTREME's submission layout here
     options: dict = field(default_factory=dict)  # task-specific overrides from the CLI (recorded in config)
-    ddp_finetune: bool = False  # fine-tunes are trained by all torchrun ranks together (xeval.distributed)
-    cache: Any = None  # xeval.cache.EncodingCache of the run (None: no cache)
+    ddp_finetune: bool = False  # fine-tunes are trained by all torchrun ranks together (xeval.run.distributed)
+    cache: Any = None  # xeval.models.encoding_cache.EncodingCache of the run (None: no cache)
 
 
 def get_adapter(task_type: str):

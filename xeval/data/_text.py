@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from xeval.errors import DataError
+from xeval.base.errors import DataError
 
 
 def _open_binary(path: Path):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from xeval.base.errors import UserError
 from xeval.data.sources import DataRoot, count_examples, resolve
-from xeval.errors import UserError
 
 
 @dataclass

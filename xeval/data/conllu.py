@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xeval.base.errors import DataError
 from xeval.data._text import iter_lines
 from xeval.data.examples import TaggedSentence
-from xeval.errors import DataError
 
 # ud-conversion-tools' default POS precedence (conllu_to_conll.py), CONJ renamed to UD v2's CCONJ.
 POS_PRECEDENCE = "VERB NOUN PROPN PRON ADJ NUM ADV INTJ AUX ADP DET PART CCONJ SCONJ X PUNCT".split()

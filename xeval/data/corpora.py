@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from xeval.base.errors import DataError
 from xeval.data._text import iter_lines
-from xeval.errors import DataError
 
 
 class ParallelPair(NamedTuple):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xeval.base.errors import DataError
 from xeval.data._text import iter_lines
-from xeval.errors import DataError
 
 
 def read_dictionary(path: str | Path) -> list[tuple[str, str]]:

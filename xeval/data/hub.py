@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xeval.base.errors import ConfigError, DataError, UserError
 from xeval.data.examples import Answer, Bitext, QAExample, SentencePair, TaggedSentence
-from xeval.errors import ConfigError, DataError, UserError
 
 _DEFAULT_COLUMNS = {
     "tagging": {"tokens": "tokens", "tags": "tags"},

@@ -25,10 +25,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from xeval.base.errors import DataError, UserError
+from xeval.base.textfile import line_of, read_json
 from xeval.data._text import iter_lines
 from xeval.data.examples import Bitext, SentencePair
-from xeval.errors import DataError, UserError
-from xeval.textfile import line_of, read_json
 
 # Reader keys a card's ``format`` may name; each maps to a loader below.
 FORMATS = ("tagging", "pairs", "conllu", "mnli_json", "squad", "tatoeba", "bucc", "alignment", "dictionary")
@@ -315,7 +315,7 @@ def _load_conllu(src, lang, split):
 
 
 def _load_squad(src, lang, split):
-    from xeval.data.squad import read_squad
+    from xeval.data.squad_json import read_squad
 
     examples = _each(src, lambda p: read_squad(p, lang, split))
     exclude = src.options.get("exclude_contexts_from")
@@ -371,7 +371,7 @@ def _load_tatoeba(src, lang, split) -> list[Bitext]:
 
 
 def _load_bucc(src, lang, split):
-    from xeval.data.bucc import read_bucc
+    from xeval.data.bucc_files import read_bucc
 
     (src_path,) = src.parts["src"]
     pair = src_path.name.split(".")[0]  # "zh-en" from "zh-en.dev.zh"
@@ -383,7 +383,7 @@ def _load_bucc(src, lang, split):
 
 
 def _load_alignment(src, lang, split):
-    from xeval.data.alignment import read_alignment
+    from xeval.data.alignment_gold import read_alignment
 
     (text,), (gold,) = src.parts["text"], src.parts["gold"]
     return read_alignment(text, gold, lang, gold_base=int(src.options.get("gold_base", 1)))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xeval.base.errors import DataError
 from xeval.data._text import iter_lines
 from xeval.data.examples import Bitext
-from xeval.errors import DataError
 
 TATOEBA_XTREME: dict[str, str] = {
     "af": "afr", "ar": "ara", "bg": "bul", "bn": "ben", "de": "deu", "el": "ell", "es": "spa", "et": "est",

@@ -11,8 +11,8 @@ counted by ``data check``, trained on or scored:
 
 from __future__ import annotations
 
+from xeval.base.errors import DataError
 from xeval.data.examples import BuccCorpus, QAExample, SentencePair, TaggedSentence
-from xeval.errors import DataError
 
 
 def check_examples(card, lang: str, split: str, examples: list, where: str, *, line_per_token: bool) -> None:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from xeval.base.errors import DataError
 from xeval.data._text import iter_lines
 from xeval.data.examples import SentencePair, TaggedSentence
-from xeval.errors import DataError
 
 
 def read_tagging(

@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from xeval.atomic import write_json, write_text
-from xeval.errors import DataError, UserError
-from xeval.textfile import read_json
+from xeval.base.atomic import write_json, write_text
+from xeval.base.errors import DataError, UserError
+from xeval.base.textfile import read_json
 
 
 def export_model(encoder, out: Path) -> None:
@@ -123,7 +123,7 @@ def read_state_json(path: Path) -> dict:
 
 def load_state(path: Path, model, optimizer) -> dict:
     """Restore model, optimizer and torch RNG from ``path``; returns state.json's content."""
-    from xeval.model_files import check_safetensors
+    from xeval.models.files import check_safetensors
 
     for name in ("model.safetensors", "optimizer.safetensors", "rng.safetensors"):
         if not (path / name).is_file():

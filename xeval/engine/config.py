@@ -10,16 +10,16 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass, field, fields
-from importlib import resources
 from pathlib import Path
 
 import yaml
 
-from xeval.errors import ConfigError
-from xeval.textfile import read_utf8
+from xeval.base.errors import ConfigError
+from xeval.base.shipped import tasks_root
+from xeval.base.textfile import read_utf8
 
-# Package data (``xeval/engine/presets/``), so a wheel install has the presets too.
-PRESET_DIR = Path(str(resources.files("xeval.engine") / "presets"))
+# ``tasks/pretrain/`` of the checkout, shipped in the wheel (``xeval.base.shipped``).
+PRESET_DIR = tasks_root() / "pretrain"
 SECTIONS = ("model", "tokenizer", "data", "train", "objectives")
 
 

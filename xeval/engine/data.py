@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xeval.errors import ConfigError
+from xeval.base.errors import ConfigError
 
 # --------------------------------------------------------------------------------------------------- readers
 # Developer A's readers (xeval/data/corpora.py) are used when present; the fallbacks below read the same formats.

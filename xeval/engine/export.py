@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
+from xeval.base.errors import UserError
 from xeval.engine.model import XevalModel
-from xeval.errors import UserError
 
 
 def bert_blockers(c) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from xeval.atomic import write_json
+from xeval.base.atomic import write_json
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
 SPECIALS = [BOS, PAD, EOS, UNK]
@@ -91,7 +91,7 @@ def save_tokenizer(tok: Tokenizer, out: str | Path, model_max_length: int = 512)
     """Write the files AutoTokenizer needs (atomically, one file at a time)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from xeval.atomic import atomic_path
+    from xeval.base.atomic import atomic_path
 
     with atomic_path(out / "tokenizer.json") as tmp:
         tok.save(str(tmp))
@@ -137,9 +137,9 @@ def build_tokenizer(corpus: list[str], out: str | Path, vocab_size: int = 16000,
     ``out/coverage.json``). Held-out lines (a fixed 1 % by hash) never enter the training sample."""
     import time
 
+    from xeval.base.errors import ConfigError
     from xeval.engine.config import MIN_VOCAB
     from xeval.engine.data import Corpora, balanced_sample, is_heldout, load_corpora, read_monolingual
-    from xeval.errors import ConfigError
 
     if vocab_size < MIN_VOCAB:  # before reading any corpus
         raise ConfigError(f"--vocab-size: expected at least {MIN_VOCAB} (4 specials, 256 byte pieces, <mask> and 100 "

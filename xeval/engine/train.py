@@ -34,7 +34,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.flop_counter import FlopCounterMode
 
-from xeval.atomic import write_json
+from xeval.base.atomic import write_json
+from xeval.base.errors import ConfigError, UserError
 from xeval.engine import checkpoint as ckpt
 from xeval.engine.config import PretrainConfig
 from xeval.engine.data import CleanConfig, MonoStream, PairStream, balanced_sample, load_corpora
@@ -42,7 +43,6 @@ from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import PretrainModel, StepContext, TokenInfo, slice_inputs
 from xeval.engine.precision import BF16Weights
 from xeval.engine.tokenizer import coverage, load_tokenizer, save_tokenizer, train_tokenizer
-from xeval.errors import ConfigError, UserError
 
 
 def default_data_root() -> Path:
@@ -623,7 +623,7 @@ def _to_device(inputs: dict, device: torch.device) -> dict:
 
 def _write_card(out: Path, cfg: PretrainConfig, last: dict | None = None) -> None:
     """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers)."""
-    from xeval.atomic import write_json
+    from xeval.base.atomic import write_json
 
     where = "the shared data" if cfg.data.layout == "shared" else f"the {cfg.data.layout} corpora"
     write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {},

@@ -1,7 +1,7 @@
 """Faithful re-implementations of the metrics XTREME reports (docs/conventions.md).
 
 One small module per metric; every public function has doctest examples that run as tests
-(``tests/test_metrics_doctests.py``). Scores are percentages (0-100), as XTREME prints them.
+(``tests/metrics/test_doctests.py``). Scores are percentages (0-100), as XTREME prints them.
 
     accuracy.accuracy            XNLI, PAWS-X, XCOPA, Tatoeba
     chunk_f1.chunk_scores        seqeval-style chunk F1/precision/recall: PAN-X (IOB2) and UD-POS as XTREME scores it

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from xeval.errors import UserError
+from xeval.base.errors import UserError
 
 Link = tuple[int, int]
 

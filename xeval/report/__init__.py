@@ -1,4 +1,4 @@
-"""Reports for papers and CI, built from result records (``xeval.results``).
+"""Reports for papers and CI, built from result records (``xeval.results.store``).
 
     frame.py    records -> one tidy pandas frame; seeds averaged; which metric is a task's headline and
                 which way is better

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from xeval.console import log
-from xeval.errors import UserError
-from xeval.results import Record
+from xeval.base.console import log
+from xeval.base.errors import UserError
+from xeval.results.store import Record
 
 NO_LAYER = -1
 UNIT_COLUMNS = ["model", "task", "lang", "split", "setting", "layer", "seed"]
@@ -49,7 +49,7 @@ _HEADLINE = {
     "udpos": ("f1",), "panx": ("f1",), "xnli": ("accuracy", "acc"), "pawsx": ("accuracy", "acc"),
     "xquad": ("f1",), "mlqa": ("f1",), "tydiqa": ("f1",),
 }
-# For everything else (probes) the order of the probes' own layer sweep (xeval/adapters/sweep.py): AER for word
+# For everything else (probes) the order of the probes' own layer sweep (xeval/results/layers.py): AER for word
 # alignment (its records also carry precision/recall/f1), Tatoeba's official en->xx accuracy, BUCC F1, P@1.
 _HEADLINE_ANY = ("aer", "accuracy", "f1", "precision_at_1", "acc", "accuracy_mean", "map_at_20", "exact_match", "em")
 
@@ -57,7 +57,7 @@ _HEADLINE_ANY = ("aer", "accuracy", "f1", "precision_at_1", "acc", "accuracy_mea
 _LOWER_IS_BETTER = ("aer", "gap", "loss", "perplexity", "ppl", "error", "unk_rate", "unknown_rate", "fertility",
                     "byte_fallback_rate", "tokens_per_char")
 
-# Tasks that describe a model's tokenizer rather than score it (xeval/adapters/tokenization.py): never a transfer
+# Tasks that describe a model's tokenizer rather than score it (xeval/adapters/probes/tokenization.py): never a transfer
 # gap, a correlation target or a typology row of their own.
 DIAGNOSTIC_TASKS = ("tokenizer",)
 
@@ -197,10 +197,10 @@ def seed_stats(frame: pd.DataFrame) -> pd.DataFrame:
 
 def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
     """Keep one split per (model, task, language): ``split`` if given, else the reported one
-    (``xeval.adapters.sweep.reported_split``: ``test`` where present, else a split other than the selection split --
+    (``xeval.results.layers.reported_split``: ``test`` where present, else a split other than the selection split --
     FLORES-200 reports ``devtest`` and selects on ``dev``, which sorts first --, else the only one). Per language
     because suites evaluate some languages on dev where no labelled test exists."""
-    from xeval.adapters.sweep import reported_split
+    from xeval.results.layers import reported_split
 
     if split is not None:
         kept = frame[frame["split"] == split]

@@ -19,10 +19,10 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from xeval.atomic import atomic_path  # noqa: E402
-from xeval.errors import UserError  # noqa: E402
+from xeval.base.atomic import atomic_path  # noqa: E402
+from xeval.base.errors import UserError  # noqa: E402
 from xeval.report.frame import headline_metric, lower_is_better  # noqa: E402
-from xeval.report.tables import (  # noqa: E402
+from xeval.report.tables.base import (  # noqa: E402
     Results,
     gap_table,
     order_languages,
@@ -215,7 +215,7 @@ def plot_languages(results: Results, width: str | float = "column"):
 def gap_std(results: Results) -> dict[tuple[str, str], float]:
     """{(row label, gap column): std over seeds of the gap computed per seed} where two or more seeds cover English
     and every other language of the task (the error bars of ``plot_gap``)."""
-    from xeval.report.tables import _gap_column
+    from xeval.report.tables.base import _gap_column
 
     out = {}
     for task in results.tasks():
@@ -267,7 +267,7 @@ def plot_correlation(results: Results, width: str | float = "column"):
     per model, each point labelled with its language, Spearman's ρ and n in the panel title."""
     from scipy import stats as sps
 
-    from xeval.report.correlation import MIN_LANGUAGES, pairs, per_language
+    from xeval.report.tables.correlation import MIN_LANGUAGES, pairs, per_language
 
     frame = per_language(results)
     found = [p for p in pairs(frame, set(results.control_rows())) if p[3] == "score" and p[0] != "pooled"]
@@ -304,7 +304,7 @@ def plot_correlation(results: Results, width: str | float = "column"):
 def plot_tokenizer(results: Results, width: str | float = "column"):
     """Per task: each language's transfer gap (English minus the language) against its tokenizer fertility
     (subwords per word on FLORES-200 devtest), a colour per model, points labelled by language."""
-    from xeval.report.tokenization import fertility_points
+    from xeval.report.tables.tokenizer_table import fertility_points
 
     points = fertility_points(results)
     if points.empty:

@@ -1,4 +1,4 @@
-"""Statistics over per-example outcomes (``xeval.outcomes``): bootstrap confidence intervals and paired tests.
+"""Statistics over per-example outcomes (``xeval.results.outcomes``): bootstrap confidence intervals and paired tests.
 
 - ``bootstrap_ci``: percentile bootstrap, 95 % by default, 1,000 replicates from a fixed seed (the same interval
   on every rerun). Examples are resampled with replacement, the same draw for every seed of the unit (they score
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xeval.outcomes import MetricOutcomes, aggregate
+from xeval.results.outcomes import MetricOutcomes, aggregate
 
 N_BOOTSTRAP = 1000
 N_PERMUTATIONS = 10_000

@@ -10,13 +10,13 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from xeval.base.errors import ConfigError
 from xeval.engine.model import XevalConfig, XevalModel
 from xeval.engine.objectives.base import Objective, StepContext, TokenInfo
 from xeval.engine.objectives.contrast import SequenceContrast, TokenContrast
 from xeval.engine.objectives.electra import MRTD, TRTD
 from xeval.engine.objectives.mlm import MLM, TLM
 from xeval.engine.objectives.xlco import XLCO
-from xeval.errors import ConfigError
 
 OBJECTIVES: dict[str, type[Objective]] = {
     "mlm": MLM, "tlm": TLM, "mrtd": MRTD, "trtd": TRTD, "xlco": XLCO, "seqcl": SequenceContrast,

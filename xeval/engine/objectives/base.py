@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from xeval.errors import ConfigError
+from xeval.base.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from xeval.base.errors import ConfigError
 from xeval.engine.objectives.base import (
     Objective,
     StepContext,
@@ -43,7 +44,6 @@ from xeval.engine.objectives.base import (
     resolve_layer,
     single_side,
 )
-from xeval.errors import ConfigError
 
 
 class KeyQueue(torch.nn.Module):

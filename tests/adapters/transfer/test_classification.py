@@ -1,0 +1,60 @@
+import copy
+
+import pytest
+
+from tests.helpers.transfer import context
+from xeval.adapters.transfer import classification
+from xeval.adapters.transfer.loop import Recipe
+from xeval.base.errors import ConfigError
+from xeval.cards.catalog import load_suite
+from xeval.data.examples import SentencePair
+
+
+@pytest.fixture(scope="module")
+def xnli():
+    return load_suite("xtreme-mini").card("xnli")
+
+
+def pair(a, b, label="neutral"):
+    return SentencePair(a, b, label, "en", "dev", "<test>", 1)
+
+
+def family(encoder, card, tmp_path, data_root, **recipe):
+    ctx = context(encoder, data_root, tmp_path, recipe=recipe)
+    fam = classification.PairClassification(card, ctx, Recipe.build(card.recipe, ctx.options["recipe"]))
+    fam.setup([])
+    return fam
+
+
+def test_pairs_are_encoded_as_one_input_with_segments(tiny_encoder, xnli, tmp_path, data_root):
+    fam = family(tiny_encoder, xnli, tmp_path, data_root)
+    [feat] = fam.features([pair("the cat sat", "a cat was sitting", "entailment")])
+    tok = tiny_encoder.tokenizer
+    assert feat["input_ids"] == tok("the cat sat", "a cat was sitting")["input_ids"]
+    assert feat["token_type_ids"].count(1) == len(tok("a cat was sitting", add_special_tokens=False)["input_ids"]) + 1
+    assert feat["labels"] == xnli.labels.index("entailment")
+    assert fam.use_pooler, "BERT classifies from its pre-trained pooler, as BertForSequenceClassification"
+
+
+def test_long_pairs_are_truncated_to_max_length(tiny_encoder, xnli, tmp_path, data_root):
+    fam = family(tiny_encoder, xnli, tmp_path, data_root, max_length=16)
+    [feat] = fam.features([pair("the cat sat on the mat " * 10, "der Hund schläft " * 10)])
+    assert len(feat["input_ids"]) == 16
+
+
+def test_unknown_label_is_a_clear_error(tiny_encoder, xnli, tmp_path, data_root):
+    fam = family(tiny_encoder, xnli, tmp_path, data_root)
+    with pytest.raises(ConfigError, match="<test>:1: label 'maybe'"):
+        fam.features([pair("a", "b", "maybe")])
+
+
+def test_predict_score_and_submission(tiny_encoder, xnli, tmp_path, data_root):
+    fam = family(tiny_encoder, xnli, tmp_path, data_root)
+    examples = [pair("the cat sat", "a cat sat", "entailment"), pair("der Hund", "ein Hund", "contradiction")]
+    model = fam.build_model(copy.deepcopy(tiny_encoder.model))
+    predictions = fam.predict(model, examples)
+    assert set(predictions) <= set(xnli.labels) and len(predictions) == 2
+    expected = 100.0 * sum(p == ex.label for p, ex in zip(predictions, examples)) / 2
+    assert fam.score(predictions, examples, "en") == {"accuracy": expected}
+    assert fam.format_predictions(predictions, examples) == "".join(p + "\n" for p in predictions)
+    assert fam.format_gold(examples) == "entailment\ncontradiction\n"

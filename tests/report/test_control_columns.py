@@ -1,0 +1,118 @@
+"""Reports with a random-init control: rows "(random init)" right after the model's, never bold, a dashed line of
+the model's colour in the layer-sweep plots, and compare/baseline picking the model rather than its control."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.helpers.report_records import A, B, probe_records, transfer_records, write_run
+from xeval.report import plots
+from xeval.report.formats import markdown as render
+from xeval.report.gate import baseline_entries
+from xeval.report.tables.base import Results, build, language_tables, layer_tables, sweeps
+from xeval.results.store import Record
+
+CA = "alpha-random-init@cccccccccccc"
+
+
+def control_of(records, key=CA, parent=A):
+    """The same units under the control's key, scores lowered by 20 points (AER raised): a control's record."""
+    out = []
+    for r in records:
+        metrics = {m: (v + 20 if m == "aer" else v - 20) for m, v in r.metrics.items()}
+        out.append(Record(unit=replace(r.unit, model=key), metrics=metrics, n_examples=r.n_examples,
+                          model={"control": "random-init", "control_seed": 0, "parent": {"key": parent}}))
+    return out
+
+
+@pytest.fixture
+def records():
+    # the control first, so the report has to put it after its model
+    return (control_of(probe_records(A, best_layer=2, dev_best=2)) + probe_records(A, best_layer=2, dev_best=2)
+            + probe_records(B, 1, dev_best=1))
+
+
+def test_control_rows_follow_their_model_and_are_labelled(records):
+    results = Results(records)
+    assert results.labels[CA] == "alpha (random init)"
+    assert results.control_rows() == {"alpha (random init)": "alpha"}
+    sweep = sweeps(results)["tatoeba"]
+    assert list(sweep.index) == ["alpha", "alpha (random init)", "beta"]
+    assert sweep.loc["alpha (random init)", 2] == pytest.approx(sweep.loc["alpha", 2] - 20)
+    best = layer_tables(results)[0]
+    assert best.key == "layers:best"
+    labels = list(best.mean.index.get_level_values("model"))
+    assert labels == ["alpha", "alpha (random init)", "beta"] * 2
+    assert best.controls == {"alpha (random init)"}
+
+
+def test_control_never_bold(records):
+    # a control that beats every model is shown, not bolded: bold stays with the best model
+    better = control_of(probe_records(A, best_layer=2))
+    for r in better:
+        r.metrics = {m: (v - 40 if m == "aer" else v + 40) for m, v in r.metrics.items()}
+    results = Results(better + probe_records(A, best_layer=2) + probe_records(B, 1))
+    table = next(t for t in layer_tables(results) if t.key == "layers:tatoeba")
+    mask = table.best_mask()
+    assert not mask.loc["alpha (random init)"].any()
+    assert mask.loc["alpha", "L2"] and mask.loc["beta", "L1"]
+    text = render.markdown_table(table)
+    assert "| alpha (random init) |" in text and "(random init) = the same architecture" in text
+
+
+def test_language_tables_show_the_control_at_its_chosen_layer(records):
+    [tatoeba] = [t for t in language_tables(Results(records)) if t.key == "languages:tatoeba"]
+    models = list(dict.fromkeys(tatoeba.mean.index.get_level_values("model")))
+    assert models == ["alpha · L2", "alpha (random init) · L2", "beta · L1"]
+    assert tatoeba.controls == {"alpha (random init) · L2"}
+
+
+def test_no_control_no_change():
+    plain = probe_records(A) + probe_records(B, 1)
+    tables = build(Results(plain), "all")
+    assert all(not t.controls for t in tables)
+    assert not any("random init" in note for t in tables for note in t.notes)
+
+
+def test_layer_plot_draws_the_control_dashed_in_its_models_colour(records):
+    fig = plots.plot_layers(Results(records))
+    try:
+        ax = fig.axes[0]
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        model, control, other = lines["alpha"], lines["alpha (random init)"], lines["beta"]
+        assert control.get_color() == model.get_color() != other.get_color()
+        assert control.get_linestyle() == "--" and model.get_linestyle() == "-"
+    finally:
+        plots.plt.close(fig)
+
+
+def test_summary_and_gap_rows_for_a_fine_tuned_control():
+    # fine-tuning tasks work the same way: the control is one more row
+    recs = transfer_records(A) + control_of(transfer_records(A))
+    tables = {t.key: t for t in build(Results(recs), "all")}
+    assert list(tables["summary"].mean.index) == ["alpha", "alpha (random init)"]
+    assert tables["summary"].controls == {"alpha (random init)"}
+    assert "alpha (random init)" in tables["gap"].mean.index
+
+
+def test_baseline_and_compare_take_the_model_not_its_control(records, tmp_path):
+    recs = probe_records(A) + control_of(probe_records(A))
+    entries, key = baseline_entries(recs)
+    assert key == A
+    assert len(entries) == len(baseline_entries(probe_records(A))[0])
+    assert baseline_entries(recs, model=CA)[1] == CA
+    from xeval.cli import main
+
+    run = write_run(tmp_path / "runs", recs)
+    assert main(["compare", "--baseline", str(run), "--current", str(run)]) == 0
+
+
+def test_cli_report_shows_the_control(records, tmp_path, capsys):
+    from xeval.cli import main
+
+    run = write_run(tmp_path / "runs", records)
+    assert main(["report", str(run), "--table", "layers"]) == 0
+    out = capsys.readouterr().out
+    assert "| alpha (random init) | tatoeba | accuracy |" in out

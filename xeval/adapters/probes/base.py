@@ -1,0 +1,364 @@
+"""What the four alignment probes (Tatoeba, BUCC, word alignment, lexicon induction) share.
+
+- which layers to probe (``probe_layers``): ``ctx.layers`` when given, else the card's ``recipe.layers``, else all;
+- resume: one result unit per (probe, language, layer); stored units are skipped (``pending``), so a sweep that
+  stopped half-way re-encodes only for the missing layers;
+- one record builder (``make_record``) so every probe records model, data, card, config and provenance alike;
+- options from the card's recipe overridden by the command line (``probe_options``);
+- pooled sentence vectors through the run's encoding cache (``sentence_vectors``, ``xeval.models.encoding_cache``), keyed by the
+  model's content hash and tokenizer, layer, pooling, special-token choice, max length and the texts' hash.
+
+Probes are deterministic (no training, no sampling): their units carry seed 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xeval.base.atomic import write_text
+from xeval.base.errors import ConfigError, UserError
+from xeval.results.provenance import hash_json
+from xeval.results.store import Record, Unit, _slug, stamp
+
+PROBE_SEED = 0
+
+# Options a probe card's recipe (or ``ctx.options``) may set, with their defaults.
+DEFAULTS = {
+    "pooling": "mean",  # Tatoeba/BUCC: mean (XTREME) or cls
+    "include_special": True,  # mean over all tokens incl. <s>/</s> as XTREME does, or word tokens only
+    "batch_size": 32,
+    "max_length": None,  # None: the encoder's limit
+    "cache_dir": None,  # encoding cache folder (None: the run's cache, see xeval.models.encoding_cache)
+}
+
+
+def probe_layers(card, ctx) -> list[int]:
+    """Hidden-state indices to probe (0 = embeddings, k = transformer layer k; negatives count from the top).
+
+    ``ctx.layers`` when given ("all" or a list); else the card's default for this model depth (``recipe.layers``,
+    ``recipe.layer_for_depth[num_layers]`` or ``recipe.layer``, read as hidden_states indices); else every layer
+    (also when the card's default does not exist in this model, e.g. layer 7 of a 4-layer model).
+    """
+    n = ctx.encoder.num_layers
+    spec = ctx.layers
+    if spec is None:
+        spec = _card_default(card.recipe or {}, n)
+    if spec == "all" or spec == ["all"]:
+        return list(range(n + 1))
+    layers = [spec] if isinstance(spec, int) else list(spec)
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int) or not -(n + 1) <= layer <= n:
+            raise UserError(f"layer {layer!r} out of range: {ctx.encoder.spec} has hidden states 0..{n}")
+        layer = layer % (n + 1)
+        if layer not in out:
+            out.append(layer)
+    return out
+
+
+def default_layer(card, ctx) -> int | None:
+    """The card's fixed layer for this model's depth (``layer_for_depth`` / ``layer``), None when it names none."""
+    spec = _card_default({k: v for k, v in (card.recipe or {}).items() if k != "layers"}, ctx.encoder.num_layers)
+    return spec[0] if isinstance(spec, list) else None
+
+
+def _card_default(recipe: dict, n: int):
+    if "layers" in recipe:
+        return recipe["layers"]
+    by_depth = {int(k): v for k, v in (recipe.get("layer_for_depth") or {}).items()}
+    layer = by_depth.get(n, recipe.get("layer"))
+    if isinstance(layer, int) and 0 <= layer <= n:
+        return [layer]
+    return "all"
+
+
+def max_length(options: dict, encoder) -> int:
+    """The option's max length, never above what the model can take (nor, pooling as a sentence-transformers
+    folder says, above its ``max_seq_length``)."""
+    limit = options.get("max_length")
+    cap = encoder.max_length
+    pipeline = getattr(encoder, "sentence_pipeline", None)
+    if options.get("pooling") == "model" and pipeline is not None and pipeline.max_seq_length:
+        cap = min(cap, int(pipeline.max_seq_length))
+    return cap if not limit else min(int(limit), cap)
+
+
+def probe_options(card, ctx, extra: dict | None = None) -> dict:
+    """The card's recipe over the defaults, overridden by the command line: ``ctx.options["recipe"]`` (``xeval run
+    --set key=value``, ``--batch-size``, ``--max-length``) and then top-level ``ctx.options``. Strings from the
+    command line are converted to the default's type."""
+    defaults = {**DEFAULTS, **(extra or {})}
+    recipe = dict(card.recipe or {})
+    out = {k: recipe.get(k, v) for k, v in defaults.items()}
+    given = ctx.options or {}
+    for source in (given.get("recipe") or {}, given):
+        if source.get("eval_batch_size") is not None:  # xeval run --eval-batch-size: sentences per forward pass
+            out["batch_size"] = source["eval_batch_size"]
+        out.update({k: v for k, v in source.items() if k in defaults and v is not None})
+    for key, default in defaults.items():
+        out[key] = _as_type(key, out[key], default, card.name)
+    # a sentence-transformers folder pools as its modules say unless the command line names a pooling
+    asked = any("pooling" in (source or {}) for source in (given.get("recipe"), given))
+    if getattr(getattr(ctx, "encoder", None), "sentence_pipeline", None) is not None and not asked:
+        out["pooling"] = "model"
+    if out["pooling"] not in {"mean", "cls", "model"}:
+        raise ConfigError(f"{card.name}: pooling must be 'mean', 'cls' or 'model' (a sentence-transformers "
+                          f"folder's own), found {out['pooling']!r}")
+    out["cache"] = getattr(ctx, "cache", None)  # the run's encoding cache (None outside a run)
+    return out
+
+
+def _as_type(key: str, value, default, task: str):
+    """Command-line strings to the type of the option's default (None defaults: max_length int, else str)."""
+    kind = int if key == "max_length" else type(default)
+    if not isinstance(value, str) or kind in (str, type(None)):
+        return value
+    try:
+        if kind is bool:
+            if value.lower() not in {"1", "true", "yes", "0", "false", "no"}:
+                raise ValueError(value)
+            return value.lower() in {"1", "true", "yes"}
+        if kind is list:
+            return [x.strip() for x in value.split(",") if x.strip()]
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{task}: option {key}={value!r}: expected a {kind.__name__}") from None
+
+
+def pending(card, lang: str, split: str, ctx, layers: list[int], config_hash: str | None = None
+            ) -> tuple[list[Record], list[int]]:
+    """Records already stored for this language (in layer order) and the layers still to compute."""
+    found, todo = [], []
+    for layer in layers:
+        unit = unit_for(card, lang, split, ctx, layer, config_hash)
+        if ctx.store.has(unit):
+            found.append(ctx.store.get(unit))
+        else:
+            todo.append(layer)
+    return found, todo
+
+
+def unit_for(card, lang: str, split: str, ctx, layer: int, config_hash: str | None = None) -> Unit:
+    return Unit(model=ctx.encoder.key, task=card.name, lang=lang, split=split, seed=PROBE_SEED, layer=layer,
+                config_hash=config_hash)
+
+
+def unit_hash(card, lang: str, split: str, ctx, config: dict) -> str:
+    """The config hash of this probe's units for one language (``xeval.results.identity``)."""
+    from xeval.results.identity import config_hash
+
+    return config_hash(card, ctx, config, [data_identity(card, lang, split, ctx)])
+
+
+def card_identity(card) -> dict:
+    ident = getattr(card, "identity", None)
+    return ident() if callable(ident) else {"name": card.name}
+
+
+def data_identity(card, lang: str, split: str, ctx) -> dict:
+    """The ``data`` block of a record (``xeval.data.sources.data_identity``)."""
+    from xeval.data.sources import data_identity as describe
+
+    return describe(card, lang, split, ctx.data)
+
+
+def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
+                duration_s: float, extra: dict | None = None, outcomes=None,
+                config_hash: str | None = None, data: dict | None = None) -> Record:
+    record = Record(
+        unit=unit_for(card, lang, split, ctx, layer, config_hash),
+        metrics={k: float(v) for k, v in metrics.items()},
+        n_examples=int(n_examples),
+        model=ctx.encoder.identity(),
+        data=data if data is not None else data_identity(card, lang, split, ctx),
+        card=card_identity(card),
+        config={"layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k", **config},
+        provenance=stamp(duration_s),
+        extra=extra or {},
+    )
+    ctx.store.put(record, outcomes)
+    return record
+
+
+@dataclass
+class LayerResult:
+    """What a probe computed for one layer of one language."""
+
+    layer: int
+    metrics: dict[str, float]
+    n_examples: int
+    files: dict[str, str] = field(default_factory=dict)  # prediction files: name -> text, under <export>/<task>/
+    gold_files: dict[str, str] = field(default_factory=dict)  # the same layout's gold, for --export-labels
+    extra: dict = field(default_factory=dict)
+    outcomes: object = None  # per-example outcomes (xeval.results.outcomes.Outcomes), stored beside the record
+
+
+# XTREME's submission folder of a probe whose card has another name
+SUBMISSION_FOLDER = {"bucc": "bucc2018"}
+
+
+def selection_split(card, ctx, lang: str, layers: list[int], always: bool = False) -> str | None:
+    """``dev`` when it is a selection split for ``lang`` here: several layers are probed (or ``always``: BUCC's
+    threshold), the card has a dev source in this layout, the language is not itself reported on dev, and its dev
+    file is there (FLORES-200 dev covers 18 of Tatoeba's languages)."""
+    from xeval.base.errors import DataError
+    from xeval.data.sources import resolve
+    from xeval.results.layers import SELECTION_SPLIT
+
+    if (len(layers) < 2 and not always) or card.split_for(lang) == SELECTION_SPLIT or ctx.data.layout == "hub":
+        return None
+    if SELECTION_SPLIT not in (card.files.get(ctx.data.layout) or {}):
+        return None
+    try:
+        resolve(card, lang, SELECTION_SPLIT, ctx.data)
+    except DataError:
+        return None
+    return SELECTION_SPLIT
+
+
+def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[int]], Iterable[LayerResult]],
+          always_select: bool = False) -> list:
+    """The probes' ``run``: for each language, skip stored layers, load the examples once, let ``evaluate`` compute
+    every missing layer from one encoding, store one record per layer and write its prediction files.
+
+    With several layers, the selection split (``selection_split``) runs first for each language: its records choose
+    the reported layer (``xeval.results.layers.choose_layers``), its predictions are not exported.
+
+    Prediction files go to ``<export>/<task>/`` when one layer is probed, else to ``<export>/layer-<k>/<task>/``
+    (each folder a complete submission layout of its own) and the chosen layer's also to ``<export>/<task>/``,
+    with the ``.jsonl`` sidecar of ``xeval.submission.writer``; gold files (``--export-labels``) to ``<labels>/<task>/``. Both
+    are kept in the store beside the record too, so a resumed run exports its stored units as well as the new ones
+    (as fine-tuning does).
+    """
+    layers = probe_layers(card, ctx)
+    if config.get("pooling") == "model":  # what "model" pooling is for this folder (recorded, and in the hash)
+        config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
+    from xeval.cards.compat import mode_of
+
+    config = {**config, "default_layer": default_layer(card, ctx), "compat": mode_of(ctx)}
+    folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
+    limit = (ctx.options or {}).get("max_eval")
+    used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
+    records = []
+    for lang in langs:
+        select = selection_split(card, ctx, lang, layers, always_select)
+        for split in ([select] if select else []) + [card.split_for(lang)]:
+            chash = unit_hash(card, lang, split, ctx, config)
+            found, todo = pending(card, lang, split, ctx, layers, chash)
+            records.extend(found)
+            if split != select:  # the selection split's predictions are not exported
+                for rec in found:
+                    _export(ctx, rec.unit, len(layers), folder)
+            if not todo:
+                continue
+            start = time.perf_counter()
+            examples = load_examples(card, lang, split, ctx)
+            if limit and card.format != "bucc":  # the first N examples (xeval run --max-eval); BUCC stays whole
+                examples = examples[: int(limit)]
+            results = list(evaluate(lang, examples, todo))
+            each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
+            for res in results:
+                record = make_record(card, lang, split, ctx, res.layer, res.metrics, res.n_examples, used, each,
+                                     res.extra, res.outcomes, config_hash=chash)
+                _keep_files(ctx, record.unit, res)
+                if split != select:
+                    _export(ctx, record.unit, len(layers), folder)
+                records.append(record)
+    if ctx.export_dir is not None and len(layers) > 1:
+        export_chosen_layer(records, Path(ctx.export_dir), folder)
+    return records
+
+
+def export_chosen_layer(records: list, export: Path, folder: str) -> None:
+    """Copy the chosen layer's submission files (``layer-<k>/<task>/``) to ``<export>/<task>/``."""
+    from xeval.results.layers import choose_layers
+    from xeval.submission.writer import MANIFEST, read_manifest, record_exports
+
+    if not records:
+        return
+    layer = choose_layers(records)[(records[0].unit.model, records[0].unit.task)][0].layer
+    source = export / f"layer-{layer}" / folder
+    if source.is_dir():
+        for path in sorted(source.iterdir()):
+            if path.name != MANIFEST:  # merged below, never copied over the task folder's own
+                write_text(export / folder / path.name, path.read_text(encoding="utf-8"))
+        record_exports(export / folder, read_manifest(source) or {})
+
+
+def _kept(ctx, unit) -> Path:
+    """Where a unit's prediction (and gold) files are kept in the store: beside its record."""
+    return ctx.store.path(unit).parent / "predictions" / Path(ctx.store.path(unit).name).stem
+
+
+def _keep_files(ctx, unit, res: LayerResult) -> None:
+    for folder, files in ((_kept(ctx, unit), res.files), (_kept(ctx, unit) / "gold", res.gold_files)):
+        for name, text in files.items():
+            write_text(folder / _slug(name), text)
+
+
+def _export(ctx, unit, n_layers: int, folder: str) -> None:
+    """Copy a unit's kept files into ``--export-predictions`` (with the sidecar) and ``--export-labels``, named
+    after the split they hold (``xeval.submission.writer``)."""
+    from xeval.submission.writer import provenance_entry, record_exports, renamed_for_split, write_sidecar
+
+    labels = (ctx.options or {}).get("export_labels")
+    if ctx.export_dir is None and not labels:
+        return
+    kept = _kept(ctx, unit)
+    if ctx.export_dir is not None and kept.is_dir():
+        root = Path(ctx.export_dir) if n_layers == 1 else Path(ctx.export_dir) / f"layer-{unit.layer}"
+        files = sorted(p for p in kept.iterdir() if p.is_file())
+        for i, path in enumerate(files):
+            target = root / folder / renamed_for_split(path.name, unit.split)  # never outside the export folder
+            write_text(target, path.read_text(encoding="utf-8"))
+            if i == 0:
+                write_sidecar(target, ctx.store.outcomes_of(unit))
+        record_exports(root / folder, {renamed_for_split(p.name, unit.split): provenance_entry(ctx, unit) for p in files})
+    if labels and (kept / "gold").is_dir():
+        for path in sorted(p for p in (kept / "gold").iterdir() if p.is_file()):
+            write_text(Path(labels) / folder / renamed_for_split(path.name, unit.split),
+                       path.read_text(encoding="utf-8"))
+
+
+def load_examples(card, lang: str, split: str, ctx) -> list:
+    """The card's examples for one language, through the data layer (``xeval.data.sources``)."""
+    from xeval.data.sources import load_examples as load
+
+    return load(card, lang, split, ctx.data)
+
+
+# ------------------------------------------------------------------ sentence vectors (through the encoding cache)
+
+
+def encoding_cache(options: dict):
+    """The cache to encode through: ``cache_dir`` when given, else the run's (``options["cache"]``), else
+    ``$XEVAL_CACHE``, else none."""
+    from xeval.models.encoding_cache import EncodingCache
+
+    if options.get("cache_dir"):
+        return EncodingCache(options["cache_dir"])
+    if options.get("cache") is not None:
+        return options["cache"]
+    return EncodingCache(os.environ.get("XEVAL_CACHE"))
+
+
+def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict) -> np.ndarray:
+    """float32 [len(layers), len(texts), H] pooled vectors from one forward pass per batch, via the cache if any.
+
+    Not normalised: callers L2-normalise (retrieval) as they need.
+    """
+    limit = max_length(options, encoder)  # a card's 512 on a small model is the model's limit
+    kwargs = {"pooling": options["pooling"], "include_special": bool(options["include_special"]),
+              "batch_size": int(options["batch_size"]), "max_length": limit}
+    settings = getattr(encoder, "settings", None)  # e.g. a sentence-transformers folder's own pooling
+    spec = {"kind": "sentence", **kwargs, "batch_size": None, "texts": hash_json(texts),
+            "encoder": settings() if callable(settings) else {}}
+    out = encoding_cache(options).layers(
+        encoder.cache_key, spec, layers, lambda todo: encoder.sentence_embeddings(texts, layers=todo, **kwargs))
+    return out.reshape(len(layers), len(texts), encoder.hidden_size)

@@ -1,0 +1,434 @@
+"""The one fine-tuning loop shared by tagging, pair classification and QA.
+
+What it does, as XTREME's ``run_tag.py`` / ``run_classify.py`` / ``run_squad.py`` do:
+
+- AdamW (no weight decay on biases and LayerNorm weights), linear warm-up then linear decay to zero,
+  gradient clipping at ``max_grad_norm``, optional gradient accumulation;
+- fixed seeds (``random``, ``numpy``, ``torch``) and a seeded shuffle per epoch: the same seed on the CPU gives
+  the same weights bit for bit;
+- model selection: evaluate on the English dev set every ``eval_every`` optimiser steps and at the end of every
+  epoch, keep the weights with the best dev score (XTREME's ``--save_only_best_checkpoint``), or keep the last
+  weights (``select="last"``, XTREME's QA recipe);
+- a tqdm progress bar (hidden when stderr is not a terminal).
+
+The families build their own features and heads; this module only needs a model whose ``forward(**batch)``
+returns ``(loss, logits...)`` when the batch carries labels.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+import torch
+from torch import nn
+
+from xeval.base import console
+from xeval.base.errors import ConfigError
+
+IGNORE_INDEX = -100  # label of positions that carry no loss (padding, special tokens, non-first subwords)
+
+
+@dataclass
+class Recipe:
+    """Fine-tuning hyper-parameters. Defaults follow XTREME's scripts for a base-size model; a task card's
+    ``recipe`` and the command line override them, and every field is recorded in each result's ``config``."""
+
+    learning_rate: float = 2e-5
+    # the learning rate by the model's hidden size where XTREME's script changes it for large models (XNLI:
+    # train_xnli.sh gives xlm-roberta-large and xlm-mlm-100-1280 3e-5); a --learning-rate override wins
+    learning_rate_for_hidden: dict | None = None
+    epochs: float = 3.0
+    batch_size: int = 32  # examples per optimiser step (XTREME: 8 per device step x 4 accumulation)
+    gradient_accumulation: int | None = None  # split each step into this many micro-batches (same maths)
+    per_device_batch_size: int | None = None  # or give the micro-batch size (batch_size / gradient_accumulation)
+    eval_batch_size: int = 128  # prediction batches are sorted by length, so a large one pads little
+    group_by_length: bool = True  # training batches of similar lengths (seeded), padded each to its longest
+    max_length: int = 128  # tokens per input (XTREME: 128; QA 384), capped by the encoder's own limit
+    warmup_steps: int = 0
+    warmup_ratio: float = 0.0  # used when warmup_steps is 0
+    weight_decay: float = 0.0
+    adam_epsilon: float = 1e-8
+    max_grad_norm: float = 1.0
+    precision: str = "fp32"  # "bf16": training forward/backward under bf16 autocast (fp32 weights); eval stays fp32
+    max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
+    eval_every: int | None = None  # dev evaluation every N steps (besides each epoch end); None = epoch ends only
+    # also select among the weights at each epoch end (xeval's default); False: at every eval_every step only, as
+    # XTREME's --save_steps (--compat xtreme), keeping the last weights when no step was evaluated
+    epoch_end_selection: bool = True
+    select: str = "dev"  # "dev": keep the best English-dev weights; "last": keep the final weights
+    model_selection: str | None = None  # the cards' wording: "best checkpoint on English dev" -> dev, "last" -> last
+    label_first_subword: bool = True  # tagging: the only scheme xeval implements (XTREME's)
+    seed: int | None = None  # the seed XTREME's script used; informational, xeval's seeds come from --seeds
+    max_train: int | None = None  # train on the first N examples of a fixed (seed 0) shuffle
+    max_dev: int | None = None  # select on the first N English dev examples
+    max_eval: int | None = None  # evaluate the first N examples of each language
+    # QA (XTREME run_squad.py): window stride, query/answer limits, candidates per window
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    # --mode probe (frozen encoder, xeval.adapters.transfer.probe_mode): the pair representation, "mean" or "cls"
+    probe_pooling: str = "mean"
+
+    @classmethod
+    def build(cls, *layers: dict | None) -> Recipe:
+        """Defaults, then each mapping in turn (the card's recipe, then command-line overrides). Unknown keys are
+        a ConfigError, so a typo never silently leaves a default in place."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict = {}
+        for layer in layers:
+            for key, value in (layer or {}).items():
+                if value is None:
+                    continue
+                key = key.replace("-", "_")
+                if key not in known:
+                    raise ConfigError(f"unknown recipe field {key!r}; expected one of {', '.join(known)}")
+                values[key] = value
+                # the two spellings of model selection: the later layer wins
+                values.pop({"select": "model_selection", "model_selection": "select"}.get(key, ""), None)
+        recipe = cls(**values)
+        recipe._coerce()
+        return recipe
+
+    def _coerce(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+            try:
+                if value is not None and kind.startswith("float"):
+                    setattr(self, f.name, float(value))
+                elif value is not None and kind.startswith("int"):
+                    setattr(self, f.name, int(value))
+            except (TypeError, ValueError):
+                raise ConfigError(f"recipe field {f.name}: expected a number, found {value!r}") from None
+        self._check_ranges()
+        if self.model_selection is not None:
+            text = str(self.model_selection).lower()
+            if "best" in text or "dev" in text:
+                self.select = "dev"
+            elif "last" in text or "final" in text:
+                self.select = "last"
+            else:
+                raise ConfigError(f"recipe field model_selection: expected 'best checkpoint on English dev' or "
+                                  f"'last', found {self.model_selection!r}")
+        if self.select not in {"dev", "last"}:
+            raise ConfigError(f"recipe field select: expected 'dev' or 'last', found {self.select!r}")
+        if self.precision not in {"fp32", "bf16"}:
+            raise ConfigError(f"recipe field precision: expected 'fp32' or 'bf16', found {self.precision!r}")
+        if self.probe_pooling not in {"mean", "cls"}:
+            raise ConfigError(f"recipe field probe_pooling: expected 'mean' or 'cls', found {self.probe_pooling!r}")
+        if isinstance(self.epoch_end_selection, str):
+            self.epoch_end_selection = self.epoch_end_selection.lower() in {"1", "true", "yes"}
+        if isinstance(self.group_by_length, str):
+            self.group_by_length = self.group_by_length.lower() in {"1", "true", "yes"}
+        if isinstance(self.label_first_subword, str):
+            self.label_first_subword = self.label_first_subword.lower() in {"1", "true", "yes"}
+        if not self.label_first_subword:
+            raise ConfigError("recipe field label_first_subword: only true (XTREME's scheme) is implemented")
+
+    # Fields that must be >= 1 when set: a 0 or a negative value would train on nothing, or (max_eval) slice the
+    # evaluation set from its end (examples[:-5]) or keep all of it (examples[:0] reads as "no limit").
+    _POSITIVE = ("batch_size", "gradient_accumulation", "per_device_batch_size", "eval_batch_size", "max_length",
+                 "max_steps", "eval_every", "max_train", "max_dev", "max_eval", "doc_stride", "max_query_length",
+                 "max_answer_length", "n_best_size")
+
+    def _check_ranges(self) -> None:
+        for name in self._POSITIVE:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"recipe field {name}: expected an integer >= 1, found {value!r}")
+        for name, low, strict in (("learning_rate", 0.0, True), ("epochs", 0.0, True), ("adam_epsilon", 0.0, True),
+                                  ("max_grad_norm", 0.0, True), ("weight_decay", 0.0, False),
+                                  ("warmup_ratio", 0.0, False)):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < low or (strict and value == low):
+                raise ConfigError(f"recipe field {name}: expected a finite number {'>' if strict else '>='} {low:g}, "
+                                  f"found {value!r}")
+        if self.warmup_steps < 0 or self.warmup_ratio >= 1:
+            raise ConfigError(f"recipe: expected warmup_steps >= 0 and warmup_ratio < 1, found {self.warmup_steps} "
+                              f"and {self.warmup_ratio:g}")
+
+    @property
+    def micro_batch_size(self) -> int:
+        """Examples per forward/backward pass. Capped by the step size, so a small ``--batch-size`` override
+        still works with a card that names XTREME's per-device size."""
+        if self.per_device_batch_size:
+            size = self.per_device_batch_size
+        else:
+            size = self.batch_size // (self.gradient_accumulation or 1)
+        return max(1, min(size, self.batch_size))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def set_seed(seed: int) -> None:
+    """Seed every generator a fine-tuning run draws from."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def head_init(module: nn.Linear, std: float = 0.02) -> nn.Linear:
+    """Initialise a task head as Hugging Face initialises BERT/XLM-R heads (normal(0, 0.02), zero bias)."""
+    nn.init.normal_(module.weight, mean=0.0, std=std)
+    nn.init.zeros_(module.bias)
+    return module
+
+
+def backbone_copy(encoder) -> nn.Module:
+    """A fresh trainable copy of the encoder's backbone: every seed starts from the same pre-trained weights."""
+    model = copy.deepcopy(encoder.model)
+    model.train()
+    for param in model.parameters():
+        param.requires_grad_(True)
+    return model
+
+
+def accepts_token_types(backbone: nn.Module) -> bool:
+    return "token_type_ids" in inspect.signature(backbone.forward).parameters
+
+
+def uses_token_types(backbone: nn.Module) -> bool:
+    """Whether pair inputs should carry segment ids: the model takes them and has more than one segment
+    embedding (BERT: 2; XLM-R: 1, so none are passed, as its own tokenizer does)."""
+    return accepts_token_types(backbone) and int(getattr(backbone.config, "type_vocab_size", 0) or 0) > 1
+
+
+def hidden_dropout(backbone: nn.Module) -> float:
+    config = getattr(backbone, "config", None)
+    return float(getattr(config, "hidden_dropout_prob", None) or getattr(config, "dropout", None) or 0.1)
+
+
+def collate(features: Sequence[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Pad a list of feature dicts to one batch. ``input_ids`` pad with the tokenizer's pad id, masks and segment
+    ids with 0, per-token ``labels`` with IGNORE_INDEX; scalar fields (a class label, an answer position) stack."""
+    width = max(len(f["input_ids"]) for f in features)
+    batch: dict[str, torch.Tensor] = {}
+    for key in features[0]:
+        values = [f[key] for f in features]
+        if isinstance(values[0], (list, tuple)):
+            pad = {"input_ids": pad_token_id, "labels": IGNORE_INDEX}.get(key, 0)
+            batch[key] = torch.tensor([list(v) + [pad] * (width - len(v)) for v in values], dtype=torch.long)
+        else:
+            batch[key] = torch.tensor(values, dtype=torch.long)
+    return batch
+
+
+MEGA_BATCH = 50  # length grouping sorts within windows of 50 batches (Hugging Face's LengthGroupedSampler)
+
+
+def length_grouped_order(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> list[int]:
+    """A seeded shuffle in which each batch holds examples of similar length, so dynamic padding pads little.
+
+    As Hugging Face's ``group_by_length``: shuffle, cut into windows of ``MEGA_BATCH`` batches, sort each window by
+    length (longest first, ties in shuffled order), cut it into batches; the batch holding the longest example
+    goes first (an out-of-memory shows at once). Then the batches are shuffled among themselves (same generator),
+    so short and long steps alternate through the epoch instead of sweeping from long to short in every window.
+    Deterministic given the generator's state."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    window = MEGA_BATCH * batch_size
+    grouped: list[list[int]] = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window], key=lambda i: -lengths[i])  # stable: ties keep the shuffle
+        grouped += [chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size)]
+    shuffled = [grouped[k] for k in torch.randperm(len(grouped), generator=generator).tolist()]
+    longest = max(range(len(shuffled)), key=lambda k: lengths[shuffled[k][0]])
+    shuffled[0], shuffled[longest] = shuffled[longest], shuffled[0]
+    return [i for batch in shuffled for i in batch]
+
+
+def batches(features: Sequence[dict], batch_size: int, pad_token_id: int, generator: torch.Generator | None = None,
+            group_by_length: bool = False):
+    """Batches in a shuffled (when ``generator`` is given; length-grouped with ``group_by_length``) or the
+    original order, each padded to its own longest example."""
+    if generator is None:
+        order = list(range(len(features)))
+    elif group_by_length:
+        order = length_grouped_order([len(f["input_ids"]) for f in features], batch_size, generator)
+    else:
+        order = torch.randperm(len(features), generator=generator).tolist()
+    for start in range(0, len(order), batch_size):
+        yield collate([features[i] for i in order[start : start + batch_size]], pad_token_id)
+
+
+def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
+    """AdamW without weight decay on biases and norm weights (XTREME: ``no_decay = ["bias", "LayerNorm.weight"]``).
+    Norms are found by module type, so models that name them otherwise (the engine's ``ln_attn``) are covered."""
+    norms = {id(p) for m in model.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm)) for p in m.parameters()}
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        exempt = name.endswith("bias") or id(param) in norms or "LayerNorm" in name or "layer_norm" in name
+        (no_decay if exempt else decay).append(param)
+    groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=recipe.learning_rate, eps=recipe.adam_epsilon)
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up from 0 over ``warmup`` steps, then linear decay to 0 at ``total`` (HF's linear schedule)."""
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return step / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+@dataclass
+class TrainReport:
+    steps: int
+    epochs: float
+    examples: int  # training features seen (windows count separately)
+    best_step: int | None
+    best_dev: float | None
+    dev_curve: list[tuple[int, float]]
+    final_loss: float | None
+    duration_s: float
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def fine_tune(
+    model: nn.Module,
+    features: Sequence[dict],
+    recipe: Recipe,
+    seed: int,
+    pad_token_id: int,
+    evaluate: Callable[[nn.Module], float] | None = None,
+    device: torch.device | str = "cpu",
+    desc: str = "fine-tune",
+    data_parallel: bool = False,
+) -> TrainReport:
+    """Train ``model`` on ``features`` (dicts of lists, see ``collate``) and leave it holding the selected weights
+    (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode.
+
+    ``data_parallel`` (``xeval run --ddp-finetune`` under torchrun): every rank runs this with the same arguments;
+    each step's micro-batches are dealt round-robin over the ranks and their gradients summed (``all_reduce``),
+    so a step computes the same gradient as one process would, up to float summation order. Dropout masks are
+    drawn from a generator seeded per (seed, step, micro-batch), so they too do not depend on which rank computes
+    a micro-batch. Rank 0 scores the dev set and tells the others."""
+    from tqdm import tqdm
+
+    from xeval.run import distributed
+
+    if not features:
+        raise ConfigError(f"{desc}: no training examples")
+    set_seed(seed)
+    model.to(device).train()
+    micro = recipe.micro_batch_size
+    steps_per_epoch = math.ceil(len(features) / recipe.batch_size)
+    total = recipe.max_steps or max(1, math.ceil(steps_per_epoch * recipe.epochs))
+    warmup = recipe.warmup_steps or int(recipe.warmup_ratio * total)
+    optimizer = _optimizer(model, recipe)
+    scheduler = linear_schedule(optimizer, warmup, total)
+    generator = torch.Generator().manual_seed(seed)
+    select = recipe.select == "dev" and evaluate is not None
+    rank, world = distributed.rank_world() if data_parallel else (0, 1)
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
+
+    best_score, best_step, best_state = None, None, None
+    curve: list[tuple[int, float]] = []
+
+    def checkpoint(step: int) -> None:
+        nonlocal best_score, best_step, best_state
+        # data parallel: the weights are the same on every rank; rank 0 scores and every rank takes its score
+        score = float(evaluate(model)) if rank == 0 else None  # type: ignore[misc]
+        if world > 1:
+            score = distributed.broadcast(score)
+        model.train()
+        curve.append((step, round(score, 4)))
+        better = best_score is None or score > best_score
+        if better:
+            best_score, best_step = score, step
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if rank == 0:
+            tqdm.write(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}", file=sys.stderr)
+
+    start = time.perf_counter()
+    step, seen, loss_value = 0, 0, None
+    # data parallel: rank 0 draws the one bar
+    bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else tqdm(total=total, disable=True)
+    while step < total:
+        for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
+                             group_by_length=recipe.group_by_length):
+            n = len(batch["input_ids"])
+            chunks = [{k: v[i : i + micro] for k, v in batch.items()} for i in range(0, n, micro)]
+            for index in range(rank, len(chunks), world):  # one process: every micro-batch
+                chunk = {k: v.to(device) for k, v in trimmed(chunks[index]).items()}
+                torch.manual_seed(_micro_batch_seed(seed, step, index))  # dropout masks independent of the rank
+                with autocast:
+                    loss = model(**chunk)[0].float()
+                (loss * len(chunk["input_ids"]) / n).backward()  # mean over the whole step's examples
+            if world > 1:
+                distributed.all_reduce_gradients(model.parameters())
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            seen += n
+            if rank < len(chunks):  # this rank computed a micro-batch (the last one it computed)
+                loss_value = float(loss.detach())
+                bar.set_postfix(loss=f"{loss_value:.3f}")
+            bar.update(1)
+            if select and recipe.eval_every and step % recipe.eval_every == 0 and (
+                    step < total or not recipe.epoch_end_selection):  # the last step: epoch end's check, unless off
+                checkpoint(step)
+            if step >= total:
+                break
+        if select and recipe.epoch_end_selection and (not curve or curve[-1][0] != step):  # end of an epoch
+            checkpoint(step)
+    bar.close()
+    if world > 1:  # the loss of the step's last micro-batch, as one process reports it
+        loss_value = distributed.broadcast(loss_value, src=(len(chunks) - 1) % world)
+    if select and best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return TrainReport(
+        steps=step,
+        epochs=round(seen / len(features), 4),
+        examples=seen,
+        best_step=best_step,
+        best_dev=None if best_score is None else round(best_score, 4),
+        dev_curve=curve,
+        final_loss=None if loss_value is None else round(loss_value, 6),
+        duration_s=round(time.perf_counter() - start, 3),
+    )
+
+
+def trimmed(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A micro-batch without the padding columns none of its examples uses (a step's batch is padded to its
+    longest example; each micro-batch of it needs only its own longest). Masked positions carry no attention and
+    no loss, so the result is the same up to float rounding."""
+    mask = batch.get("attention_mask")
+    if mask is None or mask.dim() != 2:
+        return batch
+    width = int(mask.sum(dim=1).max())
+    if width == mask.shape[1]:
+        return batch
+    return {k: v[:, :width] if v.dim() == 2 and v.shape[1] == mask.shape[1] else v for k, v in batch.items()}
+
+
+def _micro_batch_seed(seed: int, step: int, index: int) -> int:
+    """The torch seed of micro-batch ``index`` of optimiser step ``step`` (a well-mixed 63-bit integer)."""
+    return int(np.random.SeedSequence([seed, step, index]).generate_state(2, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def subsample(items: list, n: int | None, seed: int = 0) -> list:
+    """The first ``n`` items of a fixed shuffle (the same for every fine-tuning seed), order preserved."""
+    if n is None or n >= len(items):
+        return list(items)
+    keep = sorted(random.Random(seed).sample(range(len(items)), n))
+    return [items[i] for i in keep]

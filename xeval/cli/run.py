@@ -1,0 +1,250 @@
+"""``python -m xeval run``: fine-tune and probe one model on a suite (see ``xeval.run.runner``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+NAME = "run"
+HELP = "evaluate a model on a suite: fine-tune on English, test every language, store and print the results"
+
+# Recipe overrides with their own flags (any other recipe field: --set key=value).
+_RECIPE_FLAGS = {
+    "max_train": (int, "train on N examples (a fixed subsample, the same for every seed)"),
+    "max_dev": (int, "select the model on the first N English dev examples"),
+    "max_eval": (int, "evaluate the first N examples of each language"),
+    "epochs": (float, "training epochs"),
+    "max_steps": (int, "stop training after N optimiser steps"),
+    "learning_rate": (float, "peak learning rate"),
+    "batch_size": (int, "examples per optimiser step"),
+    "max_length": (int, "tokens per input (capped by the model's limit)"),
+    "eval_every": (int, "evaluate on the English dev set every N steps (and at each epoch end)"),
+    "eval_batch_size": (int, "examples per forward pass when predicting and encoding (probes: sentences)"),
+}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, metavar="MODEL",
+                        help="hub id, local Hugging Face folder or engine checkpoint; a glob ('ckpt/steps/*') or a "
+                             "folder of checkpoints (an engine run's steps/) evaluates each, one model key apiece")
+    parser.add_argument("--suite", required=True, metavar="NAME|FILE",
+                        help="suite name (xeval tasks lists them), e.g. xtreme, xtreme-mini, or a suite YAML file")
+    parser.add_argument("--tasks", metavar="T1,T2", help="comma-separated tasks of the suite (default: all)")
+    parser.add_argument("--langs", metavar="L1,L2", help="comma-separated languages (default: each task's own)")
+    parser.add_argument("--seeds", default="1", metavar="N|S1,S2", help="number of seeds (3 = seeds 1,2,3) or a list (1,5,7)")
+    parser.add_argument("--data", metavar="DIR|hub", help="data folder (an XTREME download or the shared layout, README 'Data'), or 'hub'")
+    parser.add_argument("--out", default="runs", metavar="DIR", help="result store folder (default: runs)")
+    parser.add_argument("--export-predictions", metavar="DIR",
+                        help="write XTREME's submission layout <DIR>/<task>/test-<lang>.tsv|json")
+    parser.add_argument("--export-labels", metavar="DIR",
+                        help="write the gold of exactly the evaluated examples in the same layout (for xeval score)")
+    parser.add_argument("--overwrite", action="store_true", help="recompute units that are already stored")
+    parser.add_argument("--device", default="auto", metavar="DEVICE", help="cpu, cuda, cuda:1, mps or auto (default)")
+    parser.add_argument("--revision", metavar="REV", help="hub revision of --model: branch, tag or commit (recorded)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="weights and activations (default float32; recorded and part of each unit's identity)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="run the Python code a hub model repository ships (off unless given; recorded)")
+    parser.add_argument("--layers", metavar="all|K,K", help="probes: 'all' or hidden_states indices like 0,6,12 (default: the card's)")
+    parser.add_argument("--plot", metavar="STEM",
+                        help="probes: write the layer-sweep figure STEM.png and STEM.pdf (xeval report --plot layers)")
+    parser.add_argument("--shots", metavar="K,K",
+                        help="--setting few-shot: target-language examples per language, e.g. 10,100 (drawn from "
+                             "dev, scored on test)")
+    parser.add_argument("--setting", default="zero-shot", choices=["zero-shot", "translate-train", "few-shot"],
+                        help="zero-shot (train on English), translate-train (the card's translated training data) or "
+                             "few-shot (English, then --shots target-language examples from dev; scored on test)")
+    parser.add_argument("--compat", default="none", choices=["none", "xtreme"],
+                        help="xtreme: reproduce the published XTREME pipeline's quirks for like-for-like comparison "
+                             "(QA answers through get_final_text, seqeval 0.0.x POS chunk types, XLM-R </s></s> in "
+                             "tagging windows, dev selection at save steps only); recorded in every result")
+    parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    parser.add_argument("--mode", default="finetune", choices=["finetune", "probe"],
+                        help="finetune (XTREME's protocol, default) or probe: the fine-tuning tasks with the encoder "
+                             "frozen and a linear head on cached features of every layer (--layers; default all)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="encode without the on-disk encoding cache ($XEVAL_CACHE or <out>/cache)")
+    parser.add_argument("--control", choices=["random-init"],
+                        help="also evaluate a control: random-init = the same architecture and tokenizer with random "
+                             "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
+    parser.add_argument("--name", metavar="TAG",
+                        help="label this run: its results are stored and shown as TAG@<model hash>, so two settings "
+                             "of one model are two rows of a table (default: the model folder's name)")
+    parser.add_argument("--control-seed", type=int, default=0, metavar="SEED", help="torch seed of the control's weights (default 0)")
+    parser.add_argument("--shard", metavar="I/N",
+                        help="compute the I-th of N parts of the run (0-based; e.g. $SLURM_ARRAY_TASK_ID/N), the same "
+                             "partition torchrun's ranks use; join the parts with xeval report OUT")
+    parser.add_argument("--ddp-finetune", action="store_true",
+                        help="under torchrun: train each fine-tune on all ranks together (data parallel: each step's "
+                             "micro-batches dealt over the ranks; same numbers as one process up to float noise)")
+    group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
+    for name, (kind, text) in _RECIPE_FLAGS.items():
+        group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text,
+                           metavar="N" if kind is int else "X")
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="any other recipe field, e.g. --set warmup_ratio=0.1 (repeatable)")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _shots(args) -> dict:
+    """``{"shots": [k, ...]}`` under --setting few-shot (where --shots is required), else nothing."""
+    from xeval.base.errors import UserError
+
+    if args.setting != "few-shot":
+        if args.shots:
+            raise UserError("--shots: only with --setting few-shot")
+        return {}
+    if not args.shots:
+        raise UserError("--setting few-shot: give --shots, e.g. --shots 10,100")
+    from xeval.adapters.transfer.few_shot import parse_shots
+
+    return {"shots": parse_shots(args.shots)}
+
+
+def run(args) -> int:
+    from xeval.base.errors import UserError
+    from xeval.run.distributed import detect, parse_shard
+    from xeval.run.runner import RunOptions, RunSummary, format_tables, parse_seeds
+    from xeval.run.runner import run as run_suite
+
+    if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
+        raise UserError(f"--control-seed: expected an integer in 0..2**63-1, found {args.control_seed}")
+    if args.threads is not None and args.threads < 1:
+        raise UserError(f"--threads: expected an integer >= 1, found {args.threads}")
+    if args.plot:  # the figure is drawn after every unit ran: its place is checked first
+        from xeval.base.atomic import check_output
+
+        for suffix in (".png", ".pdf"):
+            check_output(args.plot + suffix, "--plot", folder=False)
+    recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
+              if getattr(args, f"recipe_{name}") is not None}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--set: expected KEY=VALUE, found {item!r}")
+        recipe[key.strip()] = value.strip()
+    models = expand_models(args.model)
+    if len(models) > 1:
+        print(f"xeval run: {len(models)} checkpoints from {args.model}: {', '.join(Path(m).name for m in models)}",
+              flush=True)
+    opts = RunOptions(
+        model=models[0], suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
+        seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
+        export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
+        setting=args.setting, recipe=recipe,
+        options={**({"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}),
+                 **_shots(args)},
+        control=args.control, control_seed=args.control_seed, threads=args.threads,
+        shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
+        revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+        mode=args.mode, no_cache=args.no_cache, compat=args.compat,
+    )
+    summary = RunSummary()
+    problems: list[str] = []
+    records = []
+    for model in models:  # each checkpoint its own model key (resume-aware: stored units are skipped)
+        records += run_suite(dataclasses.replace(opts, model=model),
+                             on_task=lambda task_records: print(f"\n{format_tables(task_records)}", flush=True),
+                             summary=summary, problems=problems)
+    worker = detect(opts.shard)
+    if not worker.leader:
+        return 2 if problems else 0  # rank 0 prints the tables of the whole run
+    print()
+    _layer_sweep_summary(records, args.plot)
+    print(summary.line())
+    if worker.shards > 1:
+        print(f"shard {worker.shard}/{worker.shards}: the tables above hold this shard's units; once every shard is "
+              f"done, xeval report {args.out} shows the whole run")
+    for problem in problems:  # e.g. a training file the data folder lacks: everything else ran
+        print(f"xeval run: error: {problem}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+GLOB_CHARS = set("*?[")
+
+
+def expand_models(spec: str) -> list[str]:
+    """``--model``: one model, or the checkpoints of a series -- a glob (``ckpt/steps/*``) or a folder without a
+    ``config.json`` of its own whose subfolders have one (an engine run's ``steps/``) -- sorted by name (the
+    series' ``step-NNNNNNN`` names sort by step). A glob or folder that names no checkpoint is one line, exit 2."""
+    import glob
+
+    from xeval.base.errors import UserError
+
+    if GLOB_CHARS & set(spec):
+        hits = sorted(p for p in glob.glob(spec) if (Path(p) / "config.json").is_file())
+        if not hits:
+            raise UserError(f"--model {spec}: the pattern matches no checkpoint folder (one with a config.json)")
+        return hits
+    folder = Path(spec)
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        hits = sorted(str(p) for p in folder.iterdir()
+                      if not p.name.startswith(".") and (p / "config.json").is_file())  # not a write under way
+        if hits:
+            return hits
+    return [spec]
+
+
+def _layer_sweep_summary(records, plot_stem: str | None) -> None:
+    """Probes over several layers: the layer each probe is reported at (chosen on the selection split, never on the
+    reported one) with the reported score there, and the figure under --plot."""
+    from xeval.results.controls import LABELS, control_parents
+    from xeval.results.layers import choose_layers, layer_curves
+
+    _probe_mode_summary(records)
+    records = [r for r in records if r.unit.mode != "probe"]  # probe mode picks its layer on English dev (above)
+    chosen = {k: v for k, v in choose_layers(records).items() if len({r.unit.layer for r in records
+                                                                        if (r.unit.model, r.unit.task) == k
+                                                                        and r.unit.layer is not None}) > 1}
+    curves = [c for c in layer_curves(records) if len(c.scores) > 1]
+    parents = control_parents(records)
+
+    def phrase(choice, curve) -> str:
+        text = f"layer {choice.layer} ({choice.describe()}"
+        if choice.selection_score is not None:
+            text += f": {curve.metric if curve else 'score'} {choice.selection_score:.1f} there"
+        text += ")"
+        if curve is not None and choice.layer in curve.scores:
+            text += (f"; {curve.split} {curve.metric} {curve.scores[choice.layer]:.1f}, mean over "
+                     f"{len(curve.languages)} languages")
+        elif curve is None:
+            text += "; the reported split is label-free (predictions exported)"
+        return text
+
+    for (model, task), (choice, curve) in chosen.items():
+        if model in parents:
+            continue
+        line = f"{task}: {phrase(choice, curve)}"
+        for (other, other_task), (c2, curve2) in chosen.items():
+            if other_task == task and parents.get(other, (None,))[0] == model:
+                line += f"; {LABELS[parents[other][1]]}: {phrase(c2, curve2)}"
+        print(line)
+    if plot_stem:
+        if not curves:
+            print("--plot: no probe was run over several layers; no figure written")
+            return
+        from xeval.report import plots
+        from xeval.report.tables import base as tables
+
+        paths = plots.plot(tables.Results(records), "layers", plot_stem)
+        print("layer-sweep figure: " + ", ".join(map(str, paths)))
+
+
+def _probe_mode_summary(records) -> None:
+    """--mode probe: per task, the layer chosen on the selection set and every layer's selection score."""
+    from collections import defaultdict
+
+    from xeval.results.store import chosen_layers
+
+    scores: dict = defaultdict(dict)
+    for r in records:
+        sel = (r.extra or {}).get("probe_selection")
+        if r.unit.mode == "probe" and sel:
+            scores[(r.unit.model, r.unit.task, r.unit.setting)][r.unit.layer] = sel["score"]
+    for key, (layer, _score, on) in chosen_layers(records).items():
+        by_layer = " ".join(f"L{k} {v:.1f}" for k, v in sorted(scores[key].items()))
+        print(f"probe layer of {key[1]} ({key[0]}): {layer}, chosen on {on} ({by_layer})")

@@ -1,0 +1,17 @@
+"""``xeval tasks [NAME]``: list task cards and suites, or show one card / suite."""
+
+from __future__ import annotations
+
+NAME = "tasks"
+HELP = "list task cards and suites (or show one)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("name", nargs="?", help="a card or suite to show in full")
+
+
+def run(args) -> int:
+    from xeval.cards import catalog as tasks
+
+    print(tasks.describe(args.name) if args.name else tasks.overview())
+    return 0

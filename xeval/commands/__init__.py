@@ -1,1 +1,0 @@
-"""One module per CLI verb (see ``xeval/cli.py`` for the protocol)."""

@@ -1,0 +1,73 @@
+"""Checks of a local model folder before transformers reads it, so a broken folder is one clear line naming the file
+instead of a traceback (or, worse, a silent substitute):
+
+- ``config.json`` must be a UTF-8 JSON object whose sizes are positive integers (a JSON list or ``"six"`` layers
+  otherwise fails deep inside transformers);
+- a tokenizer must be there: without one, transformers builds a 5-token ``BertTokenizer`` from the config alone,
+  every word becomes ``[UNK]`` and the numbers are stored as if nothing were wrong;
+- every ``*.safetensors`` file must hold its whole header and every tensor the header announces (a truncated
+  download otherwise surfaces as "incomplete metadata").
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+from xeval.base.errors import DataError
+from xeval.base.textfile import line_of, read_json
+
+# Any one of these is a tokenizer transformers can build a fast tokenizer from.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model",
+                   "tokenizer.model", "sentencepiece.model")
+_SIZES = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "intermediate_size",
+          "max_position_embeddings")
+
+
+def check_model_folder(folder: Path) -> None:
+    read_config(folder / "config.json")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise DataError(folder, None, f"expected tokenizer files in the model folder (one of "
+                                      f"{', '.join(TOKENIZER_FILES)}), found none")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (folder / name).is_file():
+            read_json(folder / name, f"{name} (JSON)")  # a broken one is named with its line, not "cannot load"
+    for path in sorted(folder.glob("*.safetensors")):
+        check_safetensors(path)
+
+
+def read_config(path: Path) -> dict:
+    """config.json as a dict; a DataError naming the line when it is no JSON object or a size is not an integer."""
+    obj, text = read_json(path, "a JSON object of model settings")
+    if not isinstance(obj, dict):
+        raise DataError(path, 1, f"expected a JSON object of model settings, found a JSON {type(obj).__name__}")
+    for key in _SIZES:
+        value = obj.get(key)
+        if key in obj and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise DataError(path, line_of(text, json.dumps(key)) or 1, f"expected a positive integer for {key!r}, found {value!r}")
+    return obj
+
+
+def check_safetensors(path: Path) -> None:
+    """The safetensors layout: 8-byte little-endian header length, a JSON header, then the tensor bytes."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise DataError(path, None, f"expected a safetensors file (8-byte header length), found {size} bytes")
+        (length,) = struct.unpack("<Q", head)
+        if length > size - 8:
+            raise DataError(path, None, f"expected a {length}-byte header after byte 8, found a file of {size} bytes "
+                                        f"(truncated download?)")
+        try:
+            header = json.loads(handle.read(length))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise DataError(path, None, "expected a JSON safetensors header, found unreadable bytes") from None
+    if not isinstance(header, dict):
+        raise DataError(path, None, "expected a JSON object as safetensors header")
+    end = max((int(t["data_offsets"][1]) for k, t in header.items()
+               if k != "__metadata__" and isinstance(t, dict) and "data_offsets" in t), default=0)
+    if 8 + length + end > size:
+        raise DataError(path, None, f"expected {8 + length + end} bytes (header and tensors), found {size} "
+                                    f"(truncated file)")

@@ -1,0 +1,237 @@
+"""The regression gate behind ``xeval compare``: a baseline file of numbers, and a current run checked against it.
+
+A baseline is JSON (schema ``xeval.baseline/1``) with one entry per (task, lang, split, setting, layer, metric)
+holding the mean over seeds. Entries name no model: the CI checkpoint is retrained by each change, so its
+weights hash moves while the question stays "is this recipe still as good as it was".
+
+Every baseline entry is checked: the current value is worse by more than the tolerance (absolute, in points;
+lower is better for AER and gaps) -> ``regressed``; absent, NaN (in any seed) or infinite, or null in the baseline
+-> ``missing``; both fail. Better by more than the
+tolerance -> ``improved`` (reported, passes); otherwise ``ok``. Units the baseline does not know are ``new``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from xeval.base.errors import DataError, UserError
+from xeval.base.textfile import read_json
+from xeval.report.formats.markdown import md_escape
+from xeval.report.frame import NO_LAYER, long_frame, lower_is_better, seed_stats
+from xeval.results.controls import control_parents
+from xeval.results.store import load_records
+
+SCHEMA = "xeval.baseline/1"
+KEY = ("task", "lang", "split", "setting", "layer", "metric")
+FAILING = ("regressed", "missing")
+_EPS = 1e-9  # float noise; a value equal to the baseline is never a regression
+
+
+def baseline_entries(records, model: str | None = None) -> tuple[list[dict], str]:
+    """Seed-averaged entries for one model's records, and that model's key. Sorted, so a refreshed baseline
+    diffs cleanly in review. A control's records (``xeval run --control``) are left out unless ``model`` names
+    the control."""
+    records = list(records)
+    stats = seed_stats(long_frame(records))
+    models = sorted(stats["model"].unique())
+    controls = control_parents(records)
+    if model is None:
+        models = [m for m in models if m not in controls] or models
+    else:
+        models = [m for m in models if model in (m, m.split("@", 1)[0])]
+        if not models:
+            found = ", ".join(sorted(stats["model"].unique()))
+            raise UserError(f"no records for model {model!r}; the runs have: {found}")
+    if len(models) != 1:
+        raise UserError(f"expected the records of one model, found {len(models)}: {', '.join(models)}; "
+                        "pick one with --model")
+    stats = stats[stats["model"] == models[0]]
+    entries = []
+    for row in stats.itertuples(index=False):
+        entries.append({"task": row.task, "lang": row.lang, "split": row.split, "setting": row.setting,
+                        "layer": None if row.layer == NO_LAYER else int(row.layer), "metric": row.metric,
+                        "value": float(row.mean) if math.isfinite(row.mean) else None,  # never NaN in JSON
+                        "n_seeds": int(row.n_seeds)})
+    entries.sort(key=lambda e: (e["task"], e["split"], e["setting"], -1 if e["layer"] is None else e["layer"],
+                                e["lang"], e["metric"]))
+    return entries, models[0]
+
+
+def baseline_document(records, model: str | None = None, sources=()) -> dict:
+    """What ``xeval report RUN --format baseline`` writes."""
+    entries, key = baseline_entries(records, model)
+    return {"schema": SCHEMA, "model": key, "sources": [str(s) for s in sources], "entries": entries}
+
+
+def dump_baseline(doc: dict) -> str:
+    """JSON with one entry per line: valid JSON that reviews as a readable diff when refreshed."""
+    head = {k: v for k, v in doc.items() if k != "entries"}
+    lines = [json.dumps(e, ensure_ascii=False) for e in doc["entries"]]
+    body = json.dumps(head, indent=1, ensure_ascii=False)[:-2]  # drop the closing "\n}"
+    return body + ',\n "entries": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
+
+
+def read_baseline(path: str | Path) -> tuple[list[dict], str | None]:
+    """Entries (and the model key) from a baseline file, or computed from a run folder given as the baseline."""
+    path = Path(path)
+    if path.is_dir():
+        return baseline_entries(load_records([path]))
+    if not path.is_file():
+        raise DataError(path, None, "expected a baseline JSON file or a run folder, found nothing there")
+    doc, text = read_json(path, "a baseline JSON file")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise DataError(path, None, f"expected a baseline with schema {SCHEMA!r}, found {found!r} "
+                                    "(write one with: xeval report RUN --format baseline --out FILE)")
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        raise DataError(path, None, "expected an 'entries' list in the baseline")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected an object, found {type(entry).__name__}")
+        missing = [k for k in (*KEY, "value") if k not in entry]
+        if missing:
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected fields {', '.join(missing)}")
+        value = entry["value"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or math.isinf(value)):
+            raise DataError(path, _entry_line(text, i),
+                            f"entry {i}: expected a finite number or null as value, found {value!r}")
+        layer = entry["layer"]
+        if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+            raise DataError(path, _entry_line(text, i), f"entry {i}: expected an integer or null as layer, "
+                                                        f"found {layer!r}")
+        for name in ("task", "lang", "split", "setting", "metric"):
+            if not isinstance(entry[name], str):
+                raise DataError(path, _entry_line(text, i), f"entry {i}: expected a string as {name}, "
+                                                            f"found {entry[name]!r}")
+    return entries, doc.get("model")
+
+
+def _entry_line(text: str, index: int) -> int:
+    """Line of the index-th entry in a baseline as ``dump_baseline`` writes it (one entry a line), else 1."""
+    lines = text.splitlines()
+    try:
+        start = next(n for n, line in enumerate(lines) if line.strip().startswith('"entries"'))
+    except StopIteration:
+        return 1
+    return start + 2 + index if start + 1 + index < len(lines) else 1
+
+
+def parse_tolerances(text: str | None) -> dict[str, float]:
+    """``aer=2,acc_mean=0.5`` -> {"aer": 2.0, "acc_mean": 0.5}; a key may also be ``task:metric``."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise UserError(f"--metric-tolerances: expected metric=T (e.g. aer=2,f1=0.5), found {part!r}") from None
+        check_tolerance(out[name.strip()], f"--metric-tolerances {part}")
+    return out
+
+
+def check_tolerance(value: float, what: str) -> None:
+    """A tolerance is a finite number of points >= 0: NaN would make every comparison "within tolerance"."""
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{what}: expected a finite tolerance >= 0 (points), found {value:g}")
+
+
+@dataclass
+class Comparison:
+    rows: pd.DataFrame  # one row per baseline entry (+ new units): KEY, baseline, current, change, tolerance, status
+    tolerance: float
+    metric_tolerances: dict = field(default_factory=dict)
+    models: tuple = (None, None)  # (baseline model key, current model key), for the report only
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.rows["status"].isin(FAILING).any())
+
+    def count(self, status: str) -> int:
+        return int((self.rows["status"] == status).sum())
+
+
+def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
+            metric_tolerances: dict[str, float] | None = None) -> Comparison:
+    """Check every baseline entry against the current entries (both as made by ``baseline_entries``)."""
+    metric_tolerances = metric_tolerances or {}
+    now = {tuple(e[k] for k in KEY): e for e in current}
+    seen = set()
+    rows = []
+    for entry in baseline:
+        key = tuple(entry[k] for k in KEY)
+        seen.add(key)
+        tol = metric_tolerances.get(f"{entry['task']}:{entry['metric']}",
+                                    metric_tolerances.get(entry["metric"], tolerance))
+        cur = now.get(key)
+        if entry["value"] is None or not math.isfinite(float(entry["value"])):
+            # the baseline has no number here (NaN written as null): nothing to be "within tolerance" of
+            rows.append((*key, math.nan, math.nan if cur is None or cur.get("value") is None else float(cur["value"]),
+                         math.nan, tol, "missing"))
+            continue
+        base = float(entry["value"])
+        if cur is None or cur.get("value") is None or not math.isfinite(float(cur["value"])):
+            # NaN (one seed's NaN included) or inf: never within tolerance, never "improved"
+            value = math.nan if cur is None or cur.get("value") is None else float(cur["value"])
+            rows.append((*key, base, value, math.nan, tol, "missing"))
+            continue
+        value = float(cur["value"])
+        change = value - base
+        better = -change if lower_is_better(entry["metric"]) else change  # > 0: improved
+        if better < -(tol + _EPS):
+            status = "regressed"
+        elif better > tol + _EPS:
+            status = "improved"
+        else:
+            status = "ok"
+        rows.append((*key, base, value, change, tol, status))
+    for key, entry in now.items():
+        if key not in seen:
+            rows.append((*key, math.nan, math.nan if entry["value"] is None else float(entry["value"]),
+                         math.nan, math.nan, "new"))
+    frame = pd.DataFrame(rows, columns=[*KEY, "baseline", "current", "change", "tolerance", "status"])
+    return Comparison(frame, tolerance, metric_tolerances)
+
+
+def render(result: Comparison, show_ok: bool = False) -> str:
+    """A summary line and a Markdown table of what regressed, went missing and improved."""
+    counts = {s: result.count(s) for s in ("regressed", "missing", "improved", "ok", "new")}
+    extra = "".join(f", {k}={v:g}" for k, v in result.metric_tolerances.items())
+    verdict = "FAIL" if result.failed else "PASS"
+    lines = [f"{verdict}: {counts['regressed']} regressed, {counts['missing']} missing, {counts['improved']} improved, "
+             f"{counts['ok']} within tolerance, {counts['new']} new "
+             f"(tolerance {result.tolerance:g} points{extra}; lower is better for AER and gaps)"]
+    shown = ["regressed", "missing", "improved"] + (["ok"] if show_ok else [])
+    table = result.rows[result.rows["status"].isin(shown)].copy()
+    before, after = result.models
+    if before and after:
+        lines.append(f"models: baseline {md_escape(before)}, current {md_escape(after)}"
+                     + (" (same weights)" if before == after else " (weights differ)"))
+    if table.empty:
+        return "\n".join(lines) + "\n"
+    table["order"] = table["status"].map({s: i for i, s in enumerate(shown)})
+    table = table.sort_values(["order", "task", "lang", "metric"], kind="stable")
+    lines += ["", "| status | task | lang | split | layer | metric | baseline | current | change |",
+              "|:---|:---|:---|:---|---:|:---|---:|---:|---:|"]
+    for row in table.itertuples(index=False):
+        layer = "" if row.layer is None or (isinstance(row.layer, float) and math.isnan(row.layer)) else int(row.layer)
+        status = row.status.upper() if row.status in FAILING else row.status
+        setting = "" if row.setting == "zero-shot" else f" ({row.setting})"
+        task, lang, split, metric = (md_escape(x) for x in (row.task, row.lang, row.split, row.metric))
+        lines.append(f"| {status} | {task}{md_escape(setting)} | {lang} | {split} | {layer} | {metric} | "
+                     f"{_fmt(row.baseline)} | {_fmt(row.current)} | {_fmt(row.change, sign=True)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value, sign: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:+.2f}" if sign else f"{value:.2f}"

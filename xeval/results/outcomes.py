@@ -1,0 +1,190 @@
+"""Per-example outcomes of a result record: what each example scored, so reports can resample examples.
+
+A record's headline number is an aggregate over examples. Keeping, per example, its id, gold, prediction and the
+additive statistics the aggregate is built from lets ``report`` draw bootstrap confidence intervals and ``compare
+--significance`` run paired tests without re-running a model. Three aggregates cover the metrics xeval stores:
+
+- ``mean``: the metric is the mean of a per-example score in points (accuracy: 0 or 100 per example; QA EM/F1:
+  the question's max over gold answers × 100; Tatoeba top-1: 0 or 100 per query; lexicon induction: 0 or 100
+  per source word);
+- ``f1``: corpus-level chunk F1 (seqeval, UD-POS and PAN-X) = 100 · 2·Σcorrect / (Σpredicted + Σgold) over
+  sentences (chunks never cross a sentence boundary, so the per-sentence counts add up to seqeval's);
+- ``aer``: corpus-level AER (Och & Ney) = 100 · (1 − (Σ|A∩S| + Σ|A∩P|) / (Σ|A| + Σ|S|)) over sentence pairs.
+
+The file sits beside its record, ``<record stem>.outcomes.json.gz`` (schema ``xeval.results.outcomes/1``), gzipped JSON
+in columns::
+
+    {"schema": "xeval.results.outcomes/1", "ids": [...], "gold": [...], "prediction": [...],
+     "metrics": {"f1": {"aggregate": "f1", "stats": {"correct": [...], "predicted": [...], "gold": [...]}}}}
+
+Records written before outcomes existed, and probes whose number is not an aggregate over independent examples
+(BUCC mining: a threshold chosen over the whole corpus), have no file; reports then show no interval.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xeval.base.atomic import atomic_path
+from xeval.base.errors import DataError
+
+SCHEMA = "xeval.results.outcomes/1"
+AGGREGATES = {
+    "mean": ("score",),
+    "f1": ("correct", "predicted", "gold"),
+    "aer": ("predicted_sure", "predicted_possible", "predicted", "sure"),
+}
+SUFFIX = ".outcomes.json.gz"
+
+
+def aggregate(kind: str, sums: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """The metric (points) from summed statistics; ``sums`` values may be arrays (one per bootstrap replicate)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "mean":
+            return np.asarray(sums["score"], dtype=np.float64) / n
+        if kind == "f1":
+            denominator = np.asarray(sums["predicted"] + sums["gold"], dtype=np.float64)
+            return np.where(denominator > 0, 200.0 * sums["correct"] / np.where(denominator > 0, denominator, 1), 0.0)
+        if kind == "aer":
+            hits = np.asarray(sums["predicted_sure"] + sums["predicted_possible"], dtype=np.float64)
+            return 100.0 * (1.0 - hits / (sums["predicted"] + sums["sure"]))
+    raise ValueError(f"unknown aggregate {kind!r}; expected one of {', '.join(AGGREGATES)}")
+
+
+@dataclass
+class MetricOutcomes:
+    aggregate: str
+    stats: dict[str, np.ndarray]  # stat name -> float64 [N], one value per example
+
+    def value(self, index: np.ndarray | None = None) -> np.ndarray:
+        """The metric over all examples (index None), or over rows ``index`` [..., N] (one value per leading
+        position: bootstrap replicates)."""
+        if index is None:
+            return aggregate(self.aggregate, {k: v.sum() for k, v in self.stats.items()}, len(self))
+        return aggregate(self.aggregate, {k: v[index].sum(axis=-1) for k, v in self.stats.items()}, index.shape[-1])
+
+    def __len__(self) -> int:
+        return len(next(iter(self.stats.values())))
+
+
+@dataclass
+class Outcomes:
+    """One record's per-example outcomes: ids, gold, predictions, and per metric its statistics."""
+
+    ids: list[str]
+    gold: list
+    prediction: list
+    metrics: dict[str, MetricOutcomes] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, metric: str, aggregate_kind: str, **stats) -> Outcomes:
+        need = AGGREGATES[aggregate_kind]
+        if sorted(stats) != sorted(need):
+            raise ValueError(f"aggregate {aggregate_kind!r} needs the statistics {', '.join(need)}")
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in stats.items()}
+        if any(a.shape != (len(self.ids),) for a in arrays.values()):
+            raise ValueError(f"{metric}: expected one statistic per example ({len(self.ids)})")
+        self.metrics[metric] = MetricOutcomes(aggregate_kind, arrays)
+        return self
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "ids": [str(i) for i in self.ids], "gold": self.gold, "prediction": self.prediction,
+                "metrics": {name: {"aggregate": m.aggregate, "stats": {k: _plain(v) for k, v in m.stats.items()}}
+                            for name, m in self.metrics.items()}}
+
+    @classmethod
+    def from_json(cls, obj: dict, path: str | Path) -> Outcomes:
+        if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
+            found = obj.get("schema") if isinstance(obj, dict) else type(obj).__name__
+            raise DataError(path, None, f"expected per-example outcomes with schema {SCHEMA!r}, found {found!r}")
+        try:
+            out = cls(list(obj["ids"]), list(obj["gold"]), list(obj["prediction"]))
+            for name, m in obj["metrics"].items():
+                out.add(name, m["aggregate"], **m["stats"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(path, None, f"expected complete per-example outcomes, found a bad field ({err})") from None
+        return out
+
+
+def _plain(values: np.ndarray) -> list:
+    """JSON numbers: integers where every value is whole (counts, 0/100 scores), so files stay small."""
+    if np.all(values == np.round(values)):
+        return [int(v) for v in values]
+    return [float(v) for v in values]
+
+
+def outcomes_path(record_path: str | Path) -> Path:
+    path = Path(record_path)
+    return path.with_name(path.name.removesuffix(".json") + SUFFIX)
+
+
+def write_outcomes(record_path: str | Path, outcomes: Outcomes) -> Path:
+    path = outcomes_path(record_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(outcomes.to_json(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    with atomic_path(path) as tmp:
+        # mtime=0: the same outcomes give the same bytes
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
+            handle.write(data)
+    return path
+
+
+def read_outcomes(record_path: str | Path) -> Outcomes | None:
+    """The outcomes stored beside a record file, or None when it has none (older records, BUCC)."""
+    path = outcomes_path(record_path)
+    if not path.is_file():
+        return None
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            obj = json.load(handle)
+    except (OSError, EOFError, json.JSONDecodeError) as err:
+        raise DataError(path, None, f"expected gzipped JSON outcomes, found unreadable data ({err})") from None
+    return Outcomes.from_json(obj, path)
+
+
+# ------------------------------------------------------------------------------------- builders per task family
+
+
+def example_id(example, index: int | None = None) -> str:
+    """A stable id for an example: its own id (QA), else ``<file name>:<line>``, else its position."""
+    own = getattr(example, "id", None)
+    if own:
+        return str(own)
+    if getattr(example, "source", "") and getattr(example, "line", 0):
+        return f"{Path(example.source).name}:{example.line}"
+    return str(index)
+
+
+def classification_outcomes(ids, gold, predicted) -> Outcomes:
+    """Accuracy: 100 for a correct example, 0 otherwise."""
+    scores = [100.0 * (g == p) for g, p in zip(gold, predicted)]
+    return Outcomes(list(ids), list(gold), list(predicted)).add("accuracy", "mean", score=scores)
+
+
+def tagging_outcomes(ids, gold: list[list[str]], predicted: list[list[str]], legacy_types: bool = False) -> Outcomes:
+    """seqeval chunk F1 from per-sentence chunk counts (the headline; precision, recall and token accuracy stay
+    in the record only)."""
+    from xeval.metrics import get_chunks
+
+    correct, n_pred, n_gold = [], [], []
+    for g, p in zip(gold, predicted):
+        true, pred = set(get_chunks(g, legacy_types=legacy_types)), set(get_chunks(p, legacy_types=legacy_types))
+        correct.append(len(true & pred))
+        n_pred.append(len(pred))
+        n_gold.append(len(true))
+    out = Outcomes(list(ids), [list(g) for g in gold], [list(p) for p in predicted])
+    return out.add("f1", "f1", correct=correct, predicted=n_pred, gold=n_gold)
+
+
+def qa_outcomes(ids, golds: list[list[str]], predicted: list[str], em: list[float], f1: list[float]) -> Outcomes:
+    """EM and F1 per question (0-1 each, max over gold answers) in points."""
+    out = Outcomes(list(ids), [list(g) for g in golds], list(predicted))
+    out.add("exact_match", "mean", score=[100.0 * x for x in em])
+    return out.add("f1", "mean", score=[100.0 * x for x in f1])

@@ -1,0 +1,66 @@
+"""What every result records about where it came from: versions, git commit, content hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from xeval import __version__
+
+_TRACKED_PACKAGES = ("torch", "transformers", "datasets", "tokenizers", "numpy", "faiss-cpu", "pot", "seqeval")
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    found = {"xeval": __version__, "python": platform.python_version()}
+    for name in _TRACKED_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the xeval checkout (with ``-dirty`` when it has local changes), or None outside git."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty else "") if commit else None
+
+
+def timestamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders reruns within a second
+
+
+def hash_json(obj) -> str:
+    """sha256 of a canonical JSON rendering (sorted keys): stable across runs and machines."""
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hash_files(paths, chunk: int = 1 << 20) -> str:
+    """sha256 over the names and bytes of files, in the given order (used for model weights)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        path = Path(path)
+        digest.update(path.name.encode("utf-8") + b"\0")
+        with path.open("rb") as handle:
+            while block := handle.read(chunk):
+                digest.update(block)
+    return digest.hexdigest()
