@@ -566,7 +566,7 @@ def test_a_250_character_model_folder_name_runs_and_stores(world, tiny, tmp_path
 
 
 def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
-    from xeval.run.runner import format_tables
+    from xeval.report.console_tables import format_tables
 
     table = format_tables([rec("m@1", "xquad", "ar", {}), rec("m@1", "xquad", "de", {"f1": 61.5, "exact_match": 40.0})])
     header, *rows = table.splitlines()[1:]

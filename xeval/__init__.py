@@ -10,7 +10,8 @@ Verbs live in ``xeval/commands/`` (one module each), the data layer in ``xeval/d
 ``xeval/report/`` and the pre-training engine in ``xeval/engine/``.
 """
 
-__version__ = "0.1.0"
+from xeval._version import __version__
+
 __all__ = ["evaluate", "load_results", "__version__"]
 
 

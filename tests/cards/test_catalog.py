@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from xeval import cli
-from xeval.adapters import TASK_TYPES
 from xeval.base.errors import ConfigError
 from xeval.cards.catalog import card_from_dict, list_cards, list_suites, load_card, load_suite, tasks_dir
+from xeval.cards.types import TASK_TYPES
 
 XTREME_TASKS = ["udpos", "panx", "xnli", "pawsx", "xquad", "mlqa", "tydiqa", "tatoeba", "bucc"]
 

@@ -136,7 +136,7 @@ def test_rerun_with_control_resumes(tiny, data_root, control_run):
 
 
 def test_printed_tables_show_the_control_column(control_run):
-    from xeval.run.runner import format_tables
+    from xeval.report.console_tables import format_tables
 
     _, records = control_run
     text = format_tables(records)

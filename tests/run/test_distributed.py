@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import transfer as helpers_transfer
-from xeval.adapters import FINE_TUNING
 from xeval.base.errors import UserError
 from xeval.cards.catalog import load_suite
+from xeval.cards.types import task_type
 from xeval.cli import main
 from xeval.run import distributed
 from xeval.run.runner import select_cards
@@ -37,7 +37,7 @@ COMMAND = ["--suite", "xtreme-mini", "--tasks", "udpos,tatoeba", "--langs", "en,
 def items_of(tasks=("udpos", "tatoeba"), langs=("en", "de", "fr"), seeds=(1, 2), setting="zero-shot",
              models=("m@1",)):
     chosen = select_cards(load_suite("xtreme-mini"), list(tasks), list(langs))
-    return distributed.work_items(chosen, list(seeds), setting, list(models), lambda c: c.type in FINE_TUNING)
+    return distributed.work_items(chosen, list(seeds), setting, list(models), lambda c: task_type(c.type).fine_tunes)
 
 
 def test_parse_shard():

@@ -1,4 +1,5 @@
-"""Task types: one module per family, chosen by a task card's ``type``.
+"""Task types: one module per family, chosen by a task card's ``type`` through its record in
+``xeval.cards.types``.
 
 Every adapter module exposes
 
@@ -16,25 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xeval.base.errors import ConfigError
-
-TASK_TYPES = {
-    "tagging": "xeval.adapters.transfer.tagging",  # UD-POS, PAN-X
-    "pair_classification": "xeval.adapters.transfer.classification",  # XNLI, PAWS-X
-    "qa": "xeval.adapters.transfer.qa",  # XQuAD, MLQA, TyDiQA-GoldP
-    "retrieval": "xeval.adapters.probes.retrieval",  # Tatoeba
-    "heldout_retrieval": "xeval.adapters.probes.heldout",  # the engine's own held-out pairs (models xeval trained)
-    "bitext_mining": "xeval.adapters.probes.mining",  # BUCC 2018
-    "alignment": "xeval.adapters.probes.alignment",  # word alignment by OT, scored by AER
-    "lexicon": "xeval.adapters.probes.lexicon",  # bilingual lexicon induction (MUSE)
-    "tokenizer_stats": "xeval.adapters.probes.tokenization",  # tokenizer diagnostics per language (FLORES-200)
-    "neutrality": "xeval.adapters.probes.neutrality",  # language ID probe and CKA per layer (FLORES-200)
-}
-
-
-# Task types that fine-tune (a model per task and seed, shared by the test languages); the others are probes.
-FINE_TUNING = frozenset({"tagging", "pair_classification", "qa"})
-JOINT_PROBES = frozenset({"neutrality"})  # probes that read all their languages in one call (not one per language)
+from xeval.cards.types import task_type
 
 
 @dataclass
@@ -52,9 +35,6 @@ class RunContext:
     cache: Any = None  # xeval.models.encoding_cache.EncodingCache of the run (None: no cache)
 
 
-def get_adapter(task_type: str):
-    try:
-        module_name = TASK_TYPES[task_type]
-    except KeyError:
-        raise ConfigError(f"unknown task type {task_type!r}; expected one of {', '.join(TASK_TYPES)}") from None
-    return importlib.import_module(module_name)
+def get_adapter(name: str):
+    """The adapter module of task type ``name`` (its record in ``xeval.cards.types`` names it), imported now."""
+    return importlib.import_module(task_type(name).adapter)

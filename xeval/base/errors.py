@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 
@@ -22,3 +23,9 @@ class DataError(UserError):
 
 class ConfigError(UserError):
     """A bad task card, suite or pre-training config."""
+
+
+def did_you_mean(name: str, choices) -> str:
+    """`` (did you mean 'pooling'?)`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(str(name), sorted(set(map(str, choices))), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

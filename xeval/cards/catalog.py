@@ -3,7 +3,7 @@
 A **card** (``tasks/<name>.yaml``) says what a task is; it never holds code::
 
     name: udpos                     # must equal the file name
-    type: tagging                   # a key of xeval.adapters.TASK_TYPES
+    type: tagging                   # a task type of xeval.cards.types
     format: tagging                 # reader: see xeval.data.sources.FORMATS
     description: ...
     languages: [af, ar, ...]        # the official evaluation languages
@@ -55,9 +55,10 @@ from typing import Any
 import yaml
 
 from xeval.base.errors import ConfigError
+from xeval.base.hashing import hash_json
 from xeval.base.shipped import tasks_root
 from xeval.base.textfile import read_utf8
-from xeval.results.provenance import hash_json
+from xeval.cards.types import task_type
 
 LAYOUTS = ("shared", "xtreme")
 _CARD_KEYS = {
@@ -220,8 +221,6 @@ def list_suites() -> list[str]:
 
 def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
     """Validate a card mapping; every problem is a ConfigError naming the file and what was expected."""
-    from xeval.adapters import TASK_TYPES  # registry of task types
-
     path = str(path)
     unknown = sorted(set(obj) - _CARD_KEYS)
     if unknown:
@@ -229,8 +228,7 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
     missing = [k for k in _REQUIRED if k not in obj]
     if missing:
         raise ConfigError(f"{path}: card is missing required field(s) {', '.join(missing)}")
-    if obj["type"] not in TASK_TYPES:
-        raise ConfigError(f"{path}: unknown task type {obj['type']!r}; expected one of {', '.join(TASK_TYPES)}")
+    task_type(obj["type"], path)  # a type with no record in xeval.cards.types is an error naming the file
     from xeval.data.sources import FORMATS  # the readers sources.py can call
 
     if obj["format"] not in FORMATS:
@@ -289,7 +287,7 @@ def load_card(name: str, extra: list[Path] | None = None) -> Card:
     _check_name(name, "task")
     path = _find(f"{name}.yaml", extra)
     if path is None:
-        from xeval.run.checks import did_you_mean
+        from xeval.base.errors import did_you_mean
 
         known = ", ".join(list_cards()) or "none"
         raise ConfigError(f"unknown task {name!r}{did_you_mean(name, list_cards())}: no {name}.yaml in {', '.join(map(str, task_dirs(extra)))}; "
@@ -315,7 +313,7 @@ def load_suite(name: str) -> Suite:
         _check_name(name, "suite")
         path = _find(f"suites/{name}.yaml")
         if path is None:
-            from xeval.run.checks import did_you_mean
+            from xeval.base.errors import did_you_mean
 
             known = ", ".join(list_suites()) or "none"
             raise ConfigError(f"unknown suite {name!r}{did_you_mean(name, list_suites())}: no suites/{name}.yaml in "
@@ -433,7 +431,7 @@ def describe(name: str) -> str:
                        + "; ".join(f"{s}: {' '.join(v)}" for s, v in by_split.items()) + sub)
             out.extend(f"    note: {n}" for n in card.notes)
         return "\n".join(out)
-    from xeval.run.checks import did_you_mean
+    from xeval.base.errors import did_you_mean
 
     raise ConfigError(f"unknown task or suite {name!r}{did_you_mean(name, list_cards() + list_suites())}; "
                       f"known tasks: {', '.join(list_cards())}; "

@@ -16,7 +16,7 @@ import os
 import pkgutil
 import sys
 
-from xeval import __version__
+from xeval._version import __version__
 from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.cli._args import use_formatter

@@ -107,8 +107,9 @@ def _shots(args) -> dict:
 
 def run(args) -> int:
     from xeval.base.errors import UserError
+    from xeval.report.console_tables import format_tables
     from xeval.run.distributed import detect, parse_shard
-    from xeval.run.runner import RunOptions, RunSummary, format_tables, parse_seeds
+    from xeval.run.runner import RunOptions, RunSummary, parse_seeds
     from xeval.run.runner import run as run_suite
 
     if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
@@ -238,7 +239,7 @@ def _probe_mode_summary(records) -> None:
     """--mode probe: per task, the layer chosen on the selection set and every layer's selection score."""
     from collections import defaultdict
 
-    from xeval.results.store import chosen_layers
+    from xeval.results.layers import chosen_layers
 
     scores: dict = defaultdict(dict)
     for r in records:

@@ -8,7 +8,7 @@ The card's ``hub`` block::
       config: "PAN-X.{lang}"          # template: {lang}, {name} (card.names[lang])
       revision: <commit id>           # pinned, so numbers stay comparable
       splits: {dev: validation}       # xeval split -> hub split (default: same name)
-      columns: {tokens: tokens, tags: ner_tags}   # xeval field -> hub column (defaults per task type below)
+      columns: {tokens: tokens, tags: ner_tags}   # xeval field -> hub column (defaults per reader format below)
       filter: {column: language, equals: "{lang}"}  # or {column: id, prefix: "{name}-"}: one config, many languages
 
 A local mirror (``--data hub:DIR``) holds ``DIR/<config>/`` as the hub lays it out (``<split>-*.parquet``) or as
@@ -22,19 +22,21 @@ from pathlib import Path
 from xeval.base.errors import ConfigError, DataError, UserError
 from xeval.data.examples import Answer, Bitext, QAExample, SentencePair, TaggedSentence
 
+# By the card's reader format (the example type it yields), as for files: xeval field -> the hub's column.
 _DEFAULT_COLUMNS = {
     "tagging": {"tokens": "tokens", "tags": "tags"},
-    "pair_classification": {"text_a": "sentence1", "text_b": "sentence2", "label": "label"},
-    "qa": {"id": "id", "question": "question", "context": "context", "answers": "answers", "title": "title"},
-    "retrieval": {"src": "source_sentence", "tgt": "target_sentence"},
+    "pairs": {"text_a": "sentence1", "text_b": "sentence2", "label": "label"},
+    "squad": {"id": "id", "question": "question", "context": "context", "answers": "answers", "title": "title"},
+    "tatoeba": {"src": "source_sentence", "tgt": "target_sentence"},
 }
 
 
 def _hub(card) -> dict:
     if not card.hub:
         raise ConfigError(f"{card.path or card.name}: task {card.name!r} has no hub source; pass --data DIR")
-    if card.type not in _DEFAULT_COLUMNS:
-        raise ConfigError(f"{card.path or card.name}: the hub holds no {card.type} data xeval can read for {card.name!r}")
+    if card.format not in _DEFAULT_COLUMNS:
+        raise ConfigError(f"{card.path or card.name}: the hub holds no {card.format!r}-format data xeval can read for "
+                          f"{card.name!r} (it reads {', '.join(_DEFAULT_COLUMNS)})")
     return card.hub
 
 
@@ -86,14 +88,14 @@ def dataset(card, lang: str, split: str, mirror: Path | None = None):
 def load(card, lang: str, split: str, mirror: Path | None = None) -> list:
     hub = _hub(card)
     ds = dataset(card, lang, split, mirror)
-    columns = {**_DEFAULT_COLUMNS[card.type], **(hub.get("columns") or {})}
+    columns = {**_DEFAULT_COLUMNS[card.format], **(hub.get("columns") or {})}
     ident = identity(card, lang, split)
     source = f"hf://{ident['path']}@{ident['revision']}/{ident['config']}/{ident['split']}"
     missing = [c for k, c in columns.items() if c not in ds.column_names and k != "title"]
     if missing:
         raise DataError(source, None, f"expected column(s) {', '.join(missing)}, found {', '.join(ds.column_names)}")
     rows = list(_filtered(ds, hub.get("filter"), card, lang))
-    convert = {"tagging": _tagging, "pair_classification": _pair, "qa": _qa, "retrieval": _bitext}[card.type]
+    convert = {"tagging": _tagging, "pairs": _pair, "squad": _qa, "tatoeba": _bitext}[card.format]
     return [convert(row, i, columns, ds.features, lang, split, source) for i, row in rows]
 
 

@@ -123,7 +123,7 @@ def read_state_json(path: Path) -> dict:
 
 def load_state(path: Path, model, optimizer) -> dict:
     """Restore model, optimizer and torch RNG from ``path``; returns state.json's content."""
-    from xeval.models.files import check_safetensors
+    from xeval.base.safe_files import check_safetensors
 
     for name in ("model.safetensors", "optimizer.safetensors", "rng.safetensors"):
         if not (path / name).is_file():

@@ -16,7 +16,7 @@ def check_device(name: str) -> str:
     UserError naming what is there."""
     import torch
 
-    from xeval.run.checks import did_you_mean
+    from xeval.base.errors import did_you_mean
 
     text = str(name).strip()
     match = re.fullmatch(r"cuda(?::(\d+))?", text)
@@ -44,7 +44,7 @@ def check_dtype(name: str | None):
     """The torch dtype for ``--dtype`` (default float32)."""
     import torch
 
-    from xeval.run.checks import did_you_mean
+    from xeval.base.errors import did_you_mean
 
     name = name or "float32"
     if name not in DTYPES:

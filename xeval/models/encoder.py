@@ -26,9 +26,9 @@ import torch
 
 from xeval.base import console
 from xeval.base.errors import UserError
+from xeval.base.hashing import hash_files, hash_json
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
-from xeval.results.provenance import hash_files, hash_json
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xeval.results.provenance import hash_json
+from xeval.base.hashing import hash_json
 
 
 class EncodingCache:

@@ -22,7 +22,7 @@ The hash is computed before anything is evaluated, from the specification, so re
 
 from __future__ import annotations
 
-from xeval.results.provenance import hash_json
+from xeval.base.hashing import hash_json
 
 # Bump when scoring or adapter code changes the numbers it produces for an unchanged specification, so stores
 # written by the older code are recomputed rather than reused.

@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from xeval.results.controls import control_parents
+from xeval.results.store import PROBE_MODE
+
 # (metric, higher is better), tried in order
 HEADLINES = (("aer", False), ("accuracy", True), ("f1", True), ("precision_at_1", True), ("cka", True))
 
@@ -171,3 +174,45 @@ def choose_layers(records, metric: str | None = None) -> dict[tuple[str, str], t
         sel = selection.get(key) if split != SELECTION_SPLIT else None
         out[key] = (choose_layer(layers, sel, defaults.get(key)), curve)
     return out
+
+
+def probe_mode_chosen(records: list) -> list:
+    """The records with each probe-mode sweep narrowed to its chosen layer (``probe_mode.chosen_layers``: best on
+    the selection set, never on a reported one). A control keeps the layer chosen for its model, so the two
+    columns compare like with like."""
+    from xeval.results.layers import chosen_layers
+
+
+    chosen = chosen_layers(records)
+    if not chosen:
+        return records
+    parents = control_parents(records)
+    out = []
+    for r in records:
+        u = r.unit
+        if u.mode != PROBE_MODE:
+            out.append(r)
+            continue
+        model = parents[u.model][0] if u.model in parents else u.model
+        pick = chosen.get((model, u.task, u.setting)) or chosen.get((u.model, u.task, u.setting))
+        if pick is not None and u.layer == pick[0]:
+            out.append(r)
+    return out
+
+
+def chosen_layers(records) -> dict[tuple[str, str, str], tuple[int, float, str]]:
+    """{(model, task, setting): (layer, selection score, selection set)} for probe-mode records: the layer whose
+    head scored best on the selection set (English dev or held-out English training data; never a reported
+    set); the lowest layer on ties."""
+    best: dict[tuple[str, str, str], tuple[int, float, str]] = {}
+    for r in records:
+        u = r.unit
+        sel = (r.extra or {}).get("probe_selection")
+        if u.mode != PROBE_MODE or not sel:
+            continue
+        key = (u.model, u.task, u.setting)
+        candidate = (int(u.layer), float(sel["score"]), str(sel["on"]))
+        held = best.get(key)
+        if held is None or candidate[1] > held[1] or (candidate[1] == held[1] and candidate[0] < held[0]):
+            best[key] = candidate
+    return best

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import platform
 import subprocess
 from datetime import datetime, timezone
@@ -11,7 +9,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from xeval import __version__
+from xeval._version import __version__
 
 _TRACKED_PACKAGES = ("torch", "transformers", "datasets", "tokenizers", "numpy", "faiss-cpu", "pot", "seqeval")
 
@@ -48,19 +46,4 @@ def timestamp() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders reruns within a second
 
 
-def hash_json(obj) -> str:
-    """sha256 of a canonical JSON rendering (sorted keys): stable across runs and machines."""
-    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-
-def hash_files(paths, chunk: int = 1 << 20) -> str:
-    """sha256 over the names and bytes of files, in the given order (used for model weights)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        path = Path(path)
-        digest.update(path.name.encode("utf-8") + b"\0")
-        with path.open("rb") as handle:
-            while block := handle.read(chunk):
-                digest.update(block)
-    return digest.hexdigest()

@@ -287,20 +287,4 @@ def load_records(paths) -> list[Record]:
     return out
 
 
-def chosen_layers(records) -> dict[tuple[str, str, str], tuple[int, float, str]]:
-    """{(model, task, setting): (layer, selection score, selection set)} for probe-mode records: the layer whose
-    head scored best on the selection set (English dev or held-out English training data; never a reported
-    set); the lowest layer on ties."""
-    best: dict[tuple[str, str, str], tuple[int, float, str]] = {}
-    for r in records:
-        u = r.unit
-        sel = (r.extra or {}).get("probe_selection")
-        if u.mode != PROBE_MODE or not sel:
-            continue
-        key = (u.model, u.task, u.setting)
-        candidate = (int(u.layer), float(sel["score"]), str(sel["on"]))
-        held = best.get(key)
-        if held is None or candidate[1] > held[1] or (candidate[1] == held[1] and candidate[0] < held[0]):
-            best[key] = candidate
-    return best
 

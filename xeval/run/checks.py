@@ -11,12 +11,12 @@ model loads, with the closest valid names (difflib).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import fields
 from types import SimpleNamespace
 
 from xeval.base.console import log
-from xeval.base.errors import ConfigError
+from xeval.base.errors import ConfigError, did_you_mean
+from xeval.cards.types import task_type
 
 # Options every probe reads besides its DEFAULTS: the first N examples per language (--max-eval).
 # --eval-batch-size: the sentences encoded per forward pass (the probes' batch_size).
@@ -29,11 +29,6 @@ RUN_WIDE = frozenset({"max_train", "max_dev", "max_eval", "epochs", "max_steps",
                       "max_length", "eval_every", "eval_batch_size"})
 
 
-def did_you_mean(name: str, choices) -> str:
-    """`` (did you mean 'pooling'?)`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(str(name), sorted(set(map(str, choices))), n=2, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-
 
 def recipe_fields() -> set[str]:
     from xeval.adapters.transfer.loop import Recipe
@@ -41,15 +36,15 @@ def recipe_fields() -> set[str]:
     return {f.name for f in fields(Recipe)}
 
 
-def option_keys(task_type: str) -> set[str]:
+def option_keys(type_name: str) -> set[str]:
     """The ``--set`` keys a task type reads."""
-    from xeval.adapters import FINE_TUNING, get_adapter
+    from xeval.adapters import get_adapter
     from xeval.adapters.probes import base as probes
 
-    if task_type in FINE_TUNING:
+    if task_type(type_name).fine_tunes:
         return recipe_fields()
 
-    extra = getattr(get_adapter(task_type), "EXTRA_OPTIONS", {})
+    extra = getattr(get_adapter(type_name), "EXTRA_OPTIONS", {})
     return set(probes.DEFAULTS) | set(extra) | set(PROBE_RUN_OPTIONS)
 
 
@@ -77,7 +72,7 @@ def check_overrides(chosen, overrides: dict) -> None:
 
 
 def _check_values(chosen, overrides: dict) -> None:
-    from xeval.adapters import FINE_TUNING, get_adapter
+    from xeval.adapters import get_adapter
     from xeval.adapters.probes import base as probes
     from xeval.adapters.transfer.loop import Recipe
 
@@ -85,7 +80,7 @@ def _check_values(chosen, overrides: dict) -> None:
     Recipe.build({k: v for k, v in overrides.items() if k.replace("-", "_") in names})
     ctx = SimpleNamespace(options={"recipe": dict(overrides)})
     for card, _ in chosen:
-        if card.type not in FINE_TUNING:
+        if not task_type(card.type).fine_tunes:
             probes.probe_options(card, ctx, extra=getattr(get_adapter(card.type), "EXTRA_OPTIONS", None))
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from xeval.base.atomic import write_json, write_text
 from xeval.base.errors import UserError
-from xeval.results.provenance import hash_json
+from xeval.base.hashing import hash_json
 from xeval.run.quickstart_model import quickstart_config, recipe_identity, train_quickstart_model
 
 PRETRAIN_SHARE = 0.4  # of the whole budget, minus what the world and the tokenizer took

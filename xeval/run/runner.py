@@ -13,16 +13,13 @@ its own model key (see ``xeval.results.controls``); the printed tables show its 
 from __future__ import annotations
 
 import re
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xeval.base.errors import ConfigError, UserError
+from xeval.base.errors import ConfigError, UserError, did_you_mean
 from xeval.cards.compat import check_mode as check_compat
-from xeval.cards.label_free import LABEL as UNSCORED
-from xeval.results.controls import check_control, control_parents
-from xeval.run.checks import check_langs, check_overrides, did_you_mean
+from xeval.results.controls import check_control
+from xeval.run.checks import check_langs, check_overrides
 
 
 @dataclass
@@ -236,12 +233,15 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 
 
 def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> tuple[list, list]:
-    from xeval.adapters import FINE_TUNING, JOINT_PROBES, RunContext, get_adapter
+    from xeval.adapters import RunContext, get_adapter
+    from xeval.base import collectives
     from xeval.base.atomic import check_output
     from xeval.cards.catalog import load_suite
+    from xeval.cards.types import task_type
     from xeval.data.sources import DataRoot
     from xeval.models.encoder import Encoder
     from xeval.models.encoding_cache import EncodingCache
+    from xeval.results.memory import MemoryStore
     from xeval.results.store import Store
     from xeval.run import distributed
 
@@ -303,8 +303,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     # probe mode trains no seeded model: one item per card (its units carry seed 0), whatever --seeds says
     seeds = ctx.seeds if opts.mode == "finetune" else ctx.seeds[:1]
     items = distributed.work_items(chosen, seeds, opts.setting, list(contexts),
-                                   fine_tuning=lambda card: card.type in FINE_TUNING,
-                                   joint=lambda card: card.type in JOINT_PROBES)
+                                   fine_tuning=lambda card: task_type(card.type).fine_tunes,
+                                   joint=lambda card: task_type(card.type).joint)
     mine = distributed.plan(items, worker, opts.ddp_finetune)
     if worker.count > 1:
         echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "
@@ -322,8 +322,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         summary.reused += len(records) - (store.written - written)
         _export_chosen_layers(records, ctx)
         return records, errors
-    computed = distributed.total(store.written - written)  # over the ranks (of this shard)
-    distributed.barrier()  # every rank's part is stored
+    computed = collectives.total(store.written - written)  # over the ranks (of this shard)
+    collectives.barrier()  # every rank's part is stored
     if not worker.leader:
         return records, errors
     # the whole run (a shard's part of it), read back in run order from the store
@@ -359,6 +359,7 @@ def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, 
     control's at the control's first); ``on_task`` with a card's records once its last item is done."""
     from itertools import groupby
 
+    from xeval.base import collectives
     from xeval.run import distributed
 
     records = []
@@ -375,7 +376,7 @@ def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, 
                 else:
                     echo(f"  {item.card.name}: control ({opts.control})")
             # ranks training together: only rank 0 locks (a rank waiting on the lock would stall the all-reduce)
-            locking = not ctx.ddp_finetune or distributed.rank_world()[0] == 0
+            locking = not ctx.ddp_finetune or collectives.rank_world()[0] == 0
             with distributed.item_lock(ctx.store.root, item, enabled=locking):
                 task_records.extend(adapters[item.card.name].run(item.card, list(item.langs), ctx))
         records.extend(task_records)
@@ -384,238 +385,9 @@ def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, 
     return records
 
 
-class MemoryStore:
-    """A store that keeps records in memory and writes nothing (``xeval.evaluate(..., store=None)``): the same
-    interface as ``xeval.results.store.Store``. Fine-tuning's prediction files go to a temporary folder removed at exit."""
-
-    def __init__(self):
-        import atexit
-        import shutil
-        import tempfile
-
-        from xeval.results.store import Store
-
-        self.records: dict = {}
-        self.kept_outcomes: dict = {}
-        self.written = 0
-        self.overwrite = False
-        self._paths = Store(tempfile.mkdtemp(prefix="xeval-memory-"))  # only path() is used: prediction files
-        atexit.register(shutil.rmtree, self._paths.root, ignore_errors=True)
-        self.root = self._paths.root
-
-    def path(self, unit) -> Path:
-        return self._paths.path(unit)
-
-    def has(self, unit) -> bool:
-        return unit in self.records
-
-    def get(self, unit):
-        return self.records.get(unit)
-
-    def put(self, record, outcomes=None) -> None:
-        self.records[record.unit] = record
-        self.kept_outcomes[record.unit] = outcomes
-        self.written += 1
-
-    def outcomes_of(self, unit):
-        return self.kept_outcomes.get(unit)
-
 
 # ----------------------------------------------------------------------------------------------------- summary
 
 
-def summarise(records) -> dict:
-    """{(task, setting, layer, mode): {(lang, split): {metric: (mean, std, n_seeds)}}} over seeds (sample std; 0
-    for one seed), plus n_examples under the pseudo-metric "n"."""
-    groups: dict = defaultdict(lambda: defaultdict(list))  # insertion order: suite order of the tasks
-    for rec in records:
-        u = rec.unit
-        groups[(u.task, u.setting, u.layer, u.mode)][(u.lang, u.split)].append(rec)
-    out: dict = {}
-    for key, by_lang in groups.items():
-        out[key] = {}
-        for lang_split, recs in by_lang.items():
-            metrics = {}
-            for name in recs[0].metrics:
-                values = [r.metrics[name] for r in recs if name in r.metrics]
-                std = statistics.stdev(values) if len(values) > 1 else 0.0
-                metrics[name] = (statistics.fmean(values), std, len(values))
-            metrics["n"] = (recs[0].n_examples, 0.0, len(recs))
-            out[key][lang_split] = metrics
-    return out
 
 
-def _cell(value: tuple) -> str:
-    mean, std, k = value
-    if k == 0:
-        return "-"  # no number for this language (label-free: predictions stored unscored)
-    return f"{mean:.1f} ± {std:.1f}" if k > 1 else f"{mean:.1f}"
-
-
-def _grid(title: str, header: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in body]
-    return "\n".join(lines)
-
-
-def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | None = None,
-                       control_label: str = "", choice=None) -> str:
-    """A probe run over several layers as ONE compact table: a row per language (pair), a column per layer, the
-    headline metric in each cell (AER for word alignment, en→xx accuracy for Tatoeba, ...), an ``avg`` row over the
-    reported split and, when the selection split ran, an ``avg (dev)`` row over it. ``choice`` (a
-    ``xeval.results.layers.LayerChoice``) is the layer the probe is reported at: chosen on the selection split,
-    never on the reported one, and the title says how. ``control`` ({layer: rows} of a ``--control``) adds its
-    ``avg`` row. Label-free rows (XTREME's download) read "unscored"."""
-    from xeval.report.frame import headline_metric
-    from xeval.results.layers import SELECTION_SPLIT, reported_split
-
-    layers = sorted(by_layer)
-    names = [m for rows in by_layer.values() for metrics in rows.values() for m in metrics if m != "n"]
-    head = headline_metric(task, names) if names else None
-    keys = sorted({key for rows in by_layer.values() for key in rows})
-    reported = reported_split({split for _, split in keys})
-    selection = [k for k in keys if k[1] == SELECTION_SPLIT and reported != SELECTION_SPLIT]
-    shown = [k for k in keys if k not in selection]
-    def row(lang: str, split: str) -> list[str]:
-        cells = [lang, split]
-        for layer in layers:
-            metrics = by_layer[layer].get((lang, split), {})
-            value = metrics.get(head) if head else None
-            cells.append(_cell(value) if value else ("unscored" if len(metrics) == 1 else ""))
-        return cells
-
-    def averages(group: list) -> list[str]:
-        out = []
-        for layer in layers:
-            values = [by_layer[layer][key][head][0] for key in group if head in by_layer[layer].get(key, {})]
-            out.append(f"{statistics.fmean(values):.1f}" if values and len(values) == len(group) else "")
-        return out
-
-    body = [row(*key) for key in shown]  # the reported split, its average (and the control's), then selection
-    if head and len(shown) > 1:
-        body.append(["avg", ""] + averages(shown))
-    if control and head:
-        cells = []
-        for layer in layers:
-            values = [control[layer][key][head][0] for key in shown if head in control.get(layer, {}).get(key, {})]
-            cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(shown) else "")
-        body.append([f"avg ({control_label})", ""] + cells)
-    body += [row(*key) for key in selection]
-    if head and selection:
-        body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
-    chosen = f"; reported at layer {choice.layer}: {choice.describe()}" if choice is not None else ""
-    title = f"{task} ({setting}; {head or 'label-free: predictions only'} by layer, hidden_states index{chosen})"
-    return _grid(title, ["lang", "split", *map(str, layers)], body)
-
-
-def format_tables(records) -> str:
-    """One plain-text table per task: a row per language, a column per metric (mean ± std over seeds), and the
-    unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
-    not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's.
-    Records run under ``--compat xtreme`` are titled "<setting>, compat xtreme"."""
-    from xeval.report.frame import with_compat_setting
-
-    records = with_compat_setting(probe_mode_chosen(list(records)))
-    parents = control_parents(records)
-    main = [r for r in records if r.unit.model not in parents] or records
-    controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}
-    kinds = sorted({kind for _, kind in parents.values()})
-    blocks = []
-    summary = summarise(main)
-    from xeval.results.layers import choose_layers
-
-    choices = {task: choice for (model, task), (choice, _) in choose_layers(main).items()}
-    layered: dict = defaultdict(dict)  # (task, setting) -> {layer: rows} for probes run over several layers
-    for (task, setting, layer, mode), rows in summary.items():
-        if layer is not None and mode != "probe":  # probe mode: its chosen layer only
-            layered[(task, setting)][layer] = rows
-    compact = {key for key, by_layer in layered.items() if len(by_layer) > 1}
-    shown: set = set()
-    for (task, setting, layer, mode), rows in summary.items():
-        if mode != "probe" and (task, setting) in compact:
-            if (task, setting) not in shown:
-                shown.add((task, setting))
-                from xeval.results.controls import LABELS
-
-                twin = {k[2]: v for k, v in controls.items()
-                        if k[:2] == (task, setting) and k[2] is not None and k[3] != "probe"}
-                blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
-                                                 ", ".join(LABELS[k] for k in kinds), choices.get(task)))
-            continue
-        # every language's metrics: a label-free language (no metrics) listed first must not hide the others'
-        names = list(dict.fromkeys(m for v in rows.values() for m in v if m != "n"))
-        unscored_rows = {key for key, metrics in rows.items() if len(metrics) == 1}  # only "n": label-free
-        if not names:
-            names = ["score"]
-        seeds = max(v["n"][2] for v in rows.values())
-        if mode == "probe":
-            title = f"{task} (probe: frozen encoder + linear head, {setting}, layer {layer} chosen on " \
-                    f"{_probe_selection(records, task, setting, layer)})"
-        else:
-            title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
-        header = ["lang", "split", "n"] + names
-        control = controls.get((task, setting, layer, mode))
-        if control:
-            from xeval.report.frame import headline_metric
-            from xeval.results.controls import LABELS
-
-            head = headline_metric(task, names)
-            header.append(f"{head} ({', '.join(LABELS[k] for k in kinds)})")
-        body = []
-        for (lang, split), metrics in sorted(rows.items()):
-            cells = [lang, split, str(metrics["n"][0])]
-            if (lang, split) in unscored_rows and names == ["score"]:  # every row label-free: say it in the cell
-                body.append(cells + [UNSCORED] + [""] * (len(header) - len(cells) - 1))
-                continue
-            for name in names:
-                cells.append(_cell(metrics.get(name, (float("nan"), 0.0, 0))))
-            if control:
-                cells.append(_cell(control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))))
-            body.append(cells)
-        if len(rows) > 1 and not unscored_rows:  # an average over some languages only would mislead
-            avg = ["avg", "", ""]
-            for name in names:
-                values = [m[name][0] for m in rows.values() if name in m]
-                avg.append(f"{statistics.fmean(values):.1f}")
-            if control:
-                values = [control.get(key, {}).get(head, (float("nan"),))[0] for key in rows]
-                avg.append(f"{statistics.fmean(values):.1f}")
-            body.append(avg)
-        note = f"\n- = {UNSCORED}: XTREME's test files carry no gold; predictions are exported, never scored"
-        blocks.append(_grid(title, header, body) + (note if unscored_rows and names != ["score"] else ""))
-    return "\n\n".join(blocks)
-
-
-def probe_mode_chosen(records: list) -> list:
-    """The records with each probe-mode sweep narrowed to its chosen layer (``probe_mode.chosen_layers``: best on
-    the selection set, never on a reported one). A control keeps the layer chosen for its model, so the two
-    columns compare like with like."""
-    from xeval.results.store import PROBE_MODE as MODE
-    from xeval.results.store import chosen_layers
-
-    chosen = chosen_layers(records)
-    if not chosen:
-        return records
-    parents = control_parents(records)
-    out = []
-    for r in records:
-        u = r.unit
-        if u.mode != MODE:
-            out.append(r)
-            continue
-        model = parents[u.model][0] if u.model in parents else u.model
-        pick = chosen.get((model, u.task, u.setting)) or chosen.get((u.model, u.task, u.setting))
-        if pick is not None and u.layer == pick[0]:
-            out.append(r)
-    return out
-
-
-def _probe_selection(records: list, task: str, setting: str, layer) -> str:
-    """"en/dev (accuracy 61.2 there; layers 0-6: 55.0 58.1 ...)" for a table title."""
-    for r in records:
-        sel = (r.extra or {}).get("probe_selection")
-        if r.unit.mode == "probe" and r.unit.task == task and r.unit.setting == setting and r.unit.layer == layer \
-                and sel:
-            return f"{sel['on']}, {sel['metric']} {sel['score']:.1f} there"
-    return "the selection set"

@@ -85,8 +85,8 @@ def write_sidecar(path: str | Path, outcomes) -> Path | None:
 
 def run_hash(ctx) -> str:
     """12 hex naming a run's number-deciding run-wide inputs, the same for every language of the run."""
+    from xeval.base.hashing import hash_json
     from xeval.results.identity import HASH_LENGTH, METRIC_VERSION, NOT_DECIDING
-    from xeval.results.provenance import hash_json
 
     options = {k: v for k, v in (ctx.options or {}).items() if (k == "recipe" or k not in NOT_DECIDING)
                and v is not None}

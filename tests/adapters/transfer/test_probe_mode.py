@@ -145,7 +145,7 @@ def _run(tmp_path, data_root, **kw):
 @pytest.mark.slow
 def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_root, monkeypatch):
     from xeval.adapters.transfer import probe_mode
-    from xeval.run.runner import format_tables
+    from xeval.report.console_tables import format_tables
 
     records = _run(tmp_path, data_root)
     by_task = {}
@@ -160,7 +160,7 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
     nli = next(r for r in records if r.unit.task == "xnli")
     assert nli.config["selection"]["on"] == "en/train held out"  # xtreme-mini reports en/dev: not selected on
     assert nli.config["train"]["n_examples"] == 32
-    from xeval.results.store import chosen_layers
+    from xeval.results.layers import chosen_layers
 
     chosen = chosen_layers(records)
     assert {task for _, task, _ in chosen} == {"udpos", "xnli", "xquad"}
@@ -198,7 +198,8 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
 
 @pytest.mark.slow
 def test_probe_mode_with_the_random_init_control(tmp_path, data_root):
-    from xeval.run.runner import RunOptions, format_tables, run
+    from xeval.report.console_tables import format_tables
+    from xeval.run.runner import RunOptions, run
 
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["xnli"],
                       langs=["en", "de"], out=str(tmp_path / "runs"), recipe={"max_train": 40, "max_eval": 8},

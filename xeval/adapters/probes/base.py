@@ -23,7 +23,7 @@ import numpy as np
 
 from xeval.base.atomic import write_text
 from xeval.base.errors import ConfigError, UserError
-from xeval.results.provenance import hash_json
+from xeval.base.hashing import hash_json
 from xeval.results.store import Record, Unit, _slug, stamp
 
 PROBE_SEED = 0

@@ -22,6 +22,7 @@ from dataclasses import replace
 from xeval.adapters.transfer import zero_shot as finetune
 from xeval.adapters.transfer.loop import fine_tune
 from xeval.base.errors import ConfigError
+from xeval.cards.types import TASK_TYPES, task_type
 from xeval.results.identity import config_hash
 from xeval.results.store import Record
 
@@ -29,7 +30,6 @@ SETTING = "few-shot"
 SHOT_SPLIT = "dev"
 FEW_SHOT_EPOCHS = 10
 FEW_SHOT_BATCH = 16
-FAMILIES = ("tagging", "pair_classification")
 
 
 def parse_shots(value) -> list[int]:
@@ -78,9 +78,10 @@ def eligible(card, langs: list[str]) -> tuple[list[str], list[str]]:
 
 
 def run(card, langs: list[str], ctx, family_cls, recipe) -> list[Record]:
-    if card.type not in FAMILIES:
+    if not task_type(card.type).few_shot:
+        runs = ", ".join(t.name for t in TASK_TYPES.values() if t.few_shot)
         raise ConfigError(f"--setting few-shot: task {card.name!r} ({card.type}) is not supported; few-shot runs "
-                          f"tagging and pair classification ({', '.join(FAMILIES)})")
+                          f"the task types {runs}")
     shots = parse_shots(ctx.options.get("shots"))
     targets, skipped = eligible(card, langs)
     if skipped:

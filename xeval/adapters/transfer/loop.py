@@ -321,7 +321,7 @@ def fine_tune(
     a micro-batch. Rank 0 scores the dev set and tells the others."""
     from tqdm import tqdm
 
-    from xeval.run import distributed
+    from xeval.base import collectives
 
     if not features:
         raise ConfigError(f"{desc}: no training examples")
@@ -335,7 +335,7 @@ def fine_tune(
     scheduler = linear_schedule(optimizer, warmup, total)
     generator = torch.Generator().manual_seed(seed)
     select = recipe.select == "dev" and evaluate is not None
-    rank, world = distributed.rank_world() if data_parallel else (0, 1)
+    rank, world = collectives.rank_world() if data_parallel else (0, 1)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
 
     best_score, best_step, best_state = None, None, None
@@ -346,7 +346,7 @@ def fine_tune(
         # data parallel: the weights are the same on every rank; rank 0 scores and every rank takes its score
         score = float(evaluate(model)) if rank == 0 else None  # type: ignore[misc]
         if world > 1:
-            score = distributed.broadcast(score)
+            score = collectives.broadcast(score)
         model.train()
         curve.append((step, round(score, 4)))
         better = best_score is None or score > best_score
@@ -372,7 +372,7 @@ def fine_tune(
                     loss = model(**chunk)[0].float()
                 (loss * len(chunk["input_ids"]) / n).backward()  # mean over the whole step's examples
             if world > 1:
-                distributed.all_reduce_gradients(model.parameters())
+                collectives.all_reduce_gradients(model.parameters())
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
             optimizer.step()
             scheduler.step()
@@ -392,7 +392,7 @@ def fine_tune(
             checkpoint(step)
     bar.close()
     if world > 1:  # the loss of the step's last micro-batch, as one process reports it
-        loss_value = distributed.broadcast(loss_value, src=(len(chunks) - 1) % world)
+        loss_value = collectives.broadcast(loss_value, src=(len(chunks) - 1) % world)
     if select and best_state is not None:
         model.load_state_dict(best_state)
     model.eval()

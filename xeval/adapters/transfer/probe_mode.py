@@ -45,7 +45,8 @@ from xeval.adapters.transfer.probe_heads import ClassifierHead, SpanHead, fit_cl
 from xeval.base.atomic import write_text
 from xeval.base.console import log
 from xeval.base.errors import ConfigError
-from xeval.results.provenance import hash_json
+from xeval.base.hashing import hash_json
+from xeval.cards.types import task_type
 from xeval.results.store import PROBE_MODE, Record, Unit, stamp
 
 MODE = PROBE_MODE
@@ -236,7 +237,7 @@ class PairReadout(_Readout):
         return [self.family.labels[int(p)] for p in predicted]
 
 
-READOUTS = {"tagging": WordReadout, "pair_classification": PairReadout}
+READOUTS = {"words": WordReadout, "pair": PairReadout}  # by TaskType.probe_readout ("span": _SpanProbe)
 
 
 # ------------------------------------------------------------------------------------------------- the loop
@@ -293,10 +294,11 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
         family.setup(train)
         fit_examples, selection, selection_info = selection_split(card, recipe, train, ctx, held_out)
     start = time.perf_counter()
-    if card.type == "qa":
+    readout = task_type(card.type).probe_readout
+    if readout == "span":
         probe = _SpanProbe(family, ctx, tally)
     else:
-        probe = _ClassifierProbe(READOUTS[card.type](family), ctx, tally)
+        probe = _ClassifierProbe(READOUTS[readout](family), ctx, tally)
     fitted = probe.fit(fit_examples, selection, layers)
     fit_s = time.perf_counter() - start
     for lang in todo:

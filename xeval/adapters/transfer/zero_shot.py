@@ -23,6 +23,7 @@ from torch import nn
 
 from xeval.adapters.transfer import shared_training
 from xeval.adapters.transfer.loop import Recipe, TrainReport, backbone_copy, fine_tune, set_seed, subsample
+from xeval.base import collectives
 from xeval.base.atomic import write_text
 from xeval.base.console import log
 from xeval.base.errors import ConfigError
@@ -30,7 +31,6 @@ from xeval.cards import label_free as unscored
 from xeval.cards.compat import RECIPES as COMPAT_RECIPES
 from xeval.cards.compat import mode_of as compat_mode
 from xeval.results.store import Record, Unit, _slug, stamp
-from xeval.run import distributed
 
 SETTINGS = ("zero-shot", "translate-train", "few-shot")
 TRANSLATE_SPLIT = "translate-train"  # the split a card names for translated training data (per target language)
@@ -216,7 +216,7 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
                          _unit_hash(card, lang, setting, recipe, family, train_source, ctx)) for lang in langs}
     missing = [lang for lang in langs if not ctx.store.has(units[lang])]
     if joint:
-        missing = distributed.broadcast(missing)  # rank 0's view decides: every rank trains, or none
+        missing = collectives.broadcast(missing)  # rank 0's view decides: every rank trains, or none
     found = [ctx.store.get(units[lang]) for lang in langs if lang not in missing]
     out: list[Record] = [r for r in found if r is not None]
     if missing:
@@ -240,13 +240,13 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
             log.info(f"{card.name} s{seed}: the model fine-tuned for {trained_for} (the same encoder, seed, recipe, "
                      f"training features and selection), not trained again")
         extra = {"trained_for": trained_for} if trained_for else None
-        for lang in distributed.share(missing) if joint else missing:  # joint: the languages split over the ranks
+        for lang in collectives.share(missing) if joint else missing:  # joint: the languages split over the ranks
             out.append(_evaluate(family, model, report, units[lang], train, dev, (lang_t, split_t), ctx,
                                  training_extra=extra))
         # one model per seed, the model's and its random-init control's
         shared_training.keep(key, model, report, trained_for or card.name, limit=2 * len(ctx.seeds))
         del model
-    if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and distributed.rank_world()[0]):
+    if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and collectives.rank_world()[0]):
         _export(card, langs, units, family, recipe, ctx)
     return out
 

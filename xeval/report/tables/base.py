@@ -259,7 +259,8 @@ def _probe_mode_layers(records) -> dict[tuple[str, str, str], LayerChoice]:
     """{(model, task, frame setting): choice} of probe-mode sweeps: the layer their heads scored best with on the
     selection set (English dev or held-out English training data; ``xeval.adapters.transfer.probe_mode``)."""
     from xeval.report.frame import setting_label
-    from xeval.results.store import Unit, chosen_layers
+    from xeval.results.layers import chosen_layers
+    from xeval.results.store import Unit
 
     return {(model, task, setting_label(Unit(model, task, "", "", setting=setting, mode="probe"))):
             LayerChoice(layer, f"chosen on {on} (the probe heads' selection score)", score, 1)
