@@ -57,3 +57,19 @@ from tiny import make_tiny_bert; make_tiny_bert(Path('tiny'))"
     --device cpu > run.log
 grep -q "synth_tatoeba" run.log
 echo "wheel-check: $(ls dist) installs; xeval tasks lists $(grep -c '' tasks.txt) lines; tiny run ok"
+
+# The editable install a developer makes (pip install -e .): tasks/ is mapped into xeval._tasks there too, and the
+# same cards are listed from outside the checkout.
+EDIT="$OUT/editable"
+$PY -m venv --without-pip "$EDIT"   # no setuptools of its own: the build below uses the calling environment's
+$PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
+    "$("$EDIT/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/ci-deps.pth"
+$PY -m pip --python "$EDIT/bin/python" install -q --no-deps --no-build-isolation -e "$REPO"
+rm -rf "$REPO/build"
+(cd "$OUT" && "$EDIT/bin/xeval" tasks > tasks-editable.txt)
+grep -q "^task cards ($REPO/tasks):" "$OUT/tasks-editable.txt" || \
+    { echo "wheel-check: the editable install does not read $REPO/tasks" >&2; exit 1; }
+diff <(tail -n +2 "$OUT/tasks.txt") <(tail -n +2 "$OUT/tasks-editable.txt") || \
+    { echo "wheel-check: the editable install lists other cards than the wheel" >&2; exit 1; }
+"$EDIT/bin/python" -c "import xeval, pathlib; assert pathlib.Path(xeval.__file__).is_relative_to('$REPO'), xeval.__file__"
+echo "wheel-check: editable install lists the same $(grep -c '' "$OUT/tasks-editable.txt") lines"

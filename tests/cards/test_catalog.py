@@ -9,7 +9,8 @@ import pytest
 
 from xeval import cli
 from xeval.base.errors import ConfigError
-from xeval.cards.catalog import card_from_dict, list_cards, list_suites, load_card, load_suite, tasks_dir
+from xeval.cards.card import card_from_dict
+from xeval.cards.catalog import list_cards, list_suites, load_card, load_suite, tasks_dir
 from xeval.cards.types import TASK_TYPES
 
 XTREME_TASKS = ["udpos", "panx", "xnli", "pawsx", "xquad", "mlqa", "tydiqa", "tatoeba", "bucc"]

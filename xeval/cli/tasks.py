@@ -11,7 +11,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from xeval.cards import catalog as tasks
+    from xeval.cards.describe import describe, overview
 
-    print(tasks.describe(args.name) if args.name else tasks.overview())
+    print(describe(args.name) if args.name else overview())
     return 0
