@@ -3,8 +3,9 @@ cannot do): every package folder of xeval/ must be in it, or a wheel would silen
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 
