@@ -94,7 +94,7 @@ def run(card, langs: list[str], ctx, family_cls, recipe) -> list[Record]:
     if not task_type(card.type).few_shot:
         runs = ", ".join(t.name for t in TASK_TYPES.values() if t.few_shot)
         raise ConfigError(f"--setting few-shot: task {card.name!r} ({card.type}) is not supported; few-shot runs "
-                          f"the task types {runs}")
+                          f"tagging and pair classification ({runs})")
     shots = parse_shots(ctx.options.get("shots"))
     targets, skipped = eligible(card, langs)
     if skipped:
