@@ -51,7 +51,7 @@ def tiny_model(root: Path, folder: Path, layers: int, hidden: int) -> Path:
 
 
 def context(encoder, root: Path, recipe: dict):
-    from xeval.adapters import RunContext
+    from xeval.adapters.context import RunContext
     from xeval.data.sources import DataRoot
     from xeval.results.store import Store
 
@@ -63,11 +63,12 @@ def context(encoder, root: Path, recipe: dict):
 
 
 def xeval_runner(family, features, recipe, device):
-    from xeval.adapters.transfer import loop as training
+    from xeval.adapters.transfer import fine_tuning as training
+    from xeval.adapters.transfer.backbone import backbone_copy
 
     def prepare():
         training.set_seed(1)
-        model = family.build_model(training.backbone_copy(family.encoder))
+        model = family.build_model(backbone_copy(family.encoder))
         return lambda: training.fine_tune(model, features, recipe, seed=1, device=device, desc="xeval",
                                           pad_token_id=family.tokenizer.pad_token_id or 0)
 
@@ -80,7 +81,7 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, a
     import torch
     from torch.utils.data import DataLoader
 
-    from xeval.adapters.transfer.loop import linear_schedule
+    from xeval.adapters.transfer.fine_tuning import linear_schedule
 
     def prepare():
         torch.manual_seed(1)
@@ -124,15 +125,15 @@ def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, de
 
 def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
     """The adapter's family, recipe, training examples and features for one card's English training set."""
-    from xeval.adapters.transfer import zero_shot as finetune
-    from xeval.adapters.transfer.loop import Recipe
+    from xeval.adapters.transfer.base import load
+    from xeval.adapters.transfer.recipe import Recipe
     from xeval.cards.catalog import load_card
 
     card = load_card(card_name)
     ctx = context(encoder, root, recipe_overrides)
     recipe = Recipe.build(card.recipe, recipe_overrides)
     family = family_cls(card, ctx, recipe)
-    examples = finetune.load(card, "en", "train", ctx)[: recipe.max_train]
+    examples = load(card, "en", "train", ctx)[: recipe.max_train]
     family.setup(examples)
     return family, recipe, examples, family.features(examples)
 

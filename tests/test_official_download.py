@@ -101,7 +101,7 @@ def test_predictions_from_the_download_scored_against_the_originals_equal_the_sh
     exactly the numbers xeval computes itself on the shared layout (QA: first N questions; Tatoeba: all pairs)."""
     from xeval.adapters.probes import retrieval
     from xeval.adapters.transfer import qa
-    from xeval.adapters.transfer.zero_shot import load
+    from xeval.adapters.transfer.base import load
     from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot
     from xeval.submission.scorer import score_submission

@@ -10,7 +10,8 @@ import torch
 
 from tests.helpers.transfer import context
 from xeval.adapters.transfer import tagging
-from xeval.adapters.transfer.loop import IGNORE_INDEX, Recipe
+from xeval.adapters.transfer.fine_tuning import IGNORE_INDEX
+from xeval.adapters.transfer.recipe import Recipe
 from xeval.cards.catalog import load_suite
 from xeval.data.examples import TaggedSentence
 
@@ -125,7 +126,7 @@ def test_no_weight_decay_on_any_layer_norm():
     follow the module type, not the name (QA recipes use weight_decay 0.0001)."""
     from torch import nn
 
-    from xeval.adapters.transfer.loop import _optimizer
+    from xeval.adapters.transfer.fine_tuning import _optimizer
 
     class Block(nn.Module):
         def __init__(self):

@@ -47,7 +47,8 @@ def test_get_final_text_widens_a_chinese_answer_to_its_whole_word(spm_tokenizer)
 
 def test_compat_qa_answers_through_get_final_text_in_the_family(spm_tokenizer):
     """The QA family's answer under --compat xtreme is XTREME's; the default is the characters."""
-    from xeval.adapters.transfer.qa import QA, Window
+    from xeval.adapters.transfer.qa import QA
+    from xeval.adapters.transfer.spans import Window
 
     family = QA.__new__(QA)  # only the answer step: tokenizer and mode
     family.tokenizer = spm_tokenizer
@@ -63,7 +64,7 @@ def test_compat_pos_chunks_keep_cconj_and_sconj_apart(tiny_encoder, data_root, t
     """seqeval 1.x reads CCONJ and SCONJ as one chunk type (CONJ): a gold SCONJ predicted CCONJ counts as right.
     seqeval 0.0.x (XTREME's 2020 numbers, --compat xtreme) took the whole tag: it is wrong there."""
     from tests.helpers.transfer import context
-    from xeval.adapters.transfer.loop import Recipe
+    from xeval.adapters.transfer.recipe import Recipe
     from xeval.adapters.transfer.tagging import Tagging
     from xeval.cards.catalog import load_card
     from xeval.data.examples import TaggedSentence
@@ -94,7 +95,8 @@ class _Toy(nn.Module):
     ("xtreme", 4, [4, 8]),  # the last step counts when it is a save step
 ])
 def test_compat_selects_on_dev_at_save_steps_only(mode, eval_every, expected):
-    from xeval.adapters.transfer.loop import Recipe, fine_tune
+    from xeval.adapters.transfer.fine_tuning import fine_tune
+    from xeval.adapters.transfer.recipe import Recipe
 
     recipe = Recipe.build({"batch_size": 2, "epochs": 2, "eval_every": eval_every, "learning_rate": 0.1},
                           RECIPES[mode])
@@ -139,12 +141,12 @@ def test_docstring_examples():
     checks of the official download)."""
     import doctest
 
-    import xeval.adapters.transfer.zero_shot
+    import xeval.adapters.transfer.recipe
     import xeval.cards.compat
     import xeval.data.squad_json
     import xeval.data.tatoeba
 
-    for module in (xeval.cards.compat, xeval.data.squad_json, xeval.data.tatoeba, xeval.adapters.transfer.zero_shot):
+    for module in (xeval.cards.compat, xeval.data.squad_json, xeval.data.tatoeba, xeval.adapters.transfer.recipe):
         failures, tried = doctest.testmod(module)
         assert tried and not failures, module.__name__
 
@@ -152,8 +154,7 @@ def test_docstring_examples():
 def test_xnli_uses_xtremes_large_model_learning_rate_and_the_hub_pos_caveat_is_recorded():
     """train_xnli.sh: 3e-5 for xlm-roberta-large (hidden 1024) and xlm-mlm-100-1280; 2e-5 otherwise. The hub's
     UD-POS (syntactic words of multi-word tokens, not XTREME's fused forms) says so in every hub record."""
-    from xeval.adapters.transfer.loop import Recipe
-    from xeval.adapters.transfer.zero_shot import learning_rate_for
+    from xeval.adapters.transfer.recipe import Recipe, learning_rate_for
     from xeval.cards.catalog import load_card
     from xeval.data.hub import identity
 
@@ -170,7 +171,7 @@ def test_compat_closes_xlmr_tagging_windows_with_two_separators(spm_tokenizer, t
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
     from tests.helpers.transfer import context
-    from xeval.adapters.transfer.loop import Recipe
+    from xeval.adapters.transfer.recipe import Recipe
     from xeval.adapters.transfer.tagging import Tagging
     from xeval.cards.catalog import load_card
     from xeval.models.encoder import Encoder
@@ -185,7 +186,7 @@ def test_compat_closes_xlmr_tagging_windows_with_two_separators(spm_tokenizer, t
     ids = {}
     for mode in ("none", "xtreme"):
         family = Tagging(load_card("udpos"), context(encoder, data_root, tmp_path / mode, compat=mode), Recipe())
-        enc, word_ids = family._encode(sentence, family.windows(sentence))
+        enc, word_ids = family.encode(sentence, family.windows(sentence))
         ids[mode] = (enc["input_ids"][0], word_ids[0], family.specials)
     sep = spm_tokenizer.sep_token_id
     assert ids["none"][0][-1] == sep and ids["none"][0][-2:] != [sep, sep] and ids["xtreme"][0][-2:] == [sep, sep]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.helpers import transfer as helpers_transfer
-from xeval.adapters.transfer import zero_shot as finetune
+from xeval.adapters.transfer import base as transfer_base
 from xeval.cli import main
 from xeval.results.store import Store
 
@@ -64,7 +64,7 @@ def test_run_every_task_type_rescore_and_resume(tmp_path, data_root, monkeypatch
     def no_training(*args, **kwargs):
         raise AssertionError("a resumed run must not train")
 
-    monkeypatch.setattr(finetune, "fine_tune", no_training)
+    monkeypatch.setattr(transfer_base, "fine_tune", no_training)
     assert run_cli(model, data_root, out, "--tasks", TASKS, *langs) == 0
     assert stored(out) == before, "rerun stores nothing new"
 

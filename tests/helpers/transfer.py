@@ -53,7 +53,7 @@ FAST = {"max_train": 64, "max_dev": 16, "max_eval": 16, "epochs": 1, "batch_size
 
 
 def context(encoder, data_root, out: Path, seeds=(1,), recipe=None, **options):
-    from xeval.adapters import RunContext
+    from xeval.adapters.context import RunContext
     from xeval.data.sources import DataRoot
     from xeval.results.store import Store
 

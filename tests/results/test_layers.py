@@ -101,7 +101,7 @@ def test_bucc_test_is_mined_with_the_dev_threshold(tiny_encoder, tmp_path):
     test gold the mined pairs are exported and the record carries no number."""
     from dataclasses import replace
 
-    from xeval.adapters import RunContext
+    from xeval.adapters.context import RunContext
     from xeval.adapters.probes import mining
     from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot

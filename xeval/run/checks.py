@@ -31,7 +31,7 @@ RUN_WIDE = frozenset({"max_train", "max_dev", "max_eval", "epochs", "max_steps",
 
 
 def recipe_fields() -> set[str]:
-    from xeval.adapters.transfer.loop import Recipe
+    from xeval.adapters.transfer.recipe import Recipe
 
     return {f.name for f in fields(Recipe)}
 
@@ -74,7 +74,7 @@ def check_overrides(chosen, overrides: dict) -> None:
 def _check_values(chosen, overrides: dict) -> None:
     from xeval.adapters import get_adapter
     from xeval.adapters.probes import base as probes
-    from xeval.adapters.transfer.loop import Recipe
+    from xeval.adapters.transfer.recipe import Recipe
 
     names = recipe_fields()
     Recipe.build({k: v for k, v in overrides.items() if k.replace("-", "_") in names})

@@ -22,7 +22,7 @@ compute it once; the second finds it stored and skips it. Records themselves are
 
 ``--ddp-finetune``: every fine-tuning item is trained by all ranks together (data parallel: each optimiser step's
 micro-batches are dealt over the ranks, gradients summed with ``all_reduce``; see
-``xeval.adapters.transfer.loop.fine_tune``), then its test languages are split over the ranks; probe items are still
+``xeval.adapters.transfer.fine_tuning.fine_tune``), then its test languages are split over the ranks; probe items are still
 dealt one per rank.
 """
 

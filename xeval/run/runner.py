@@ -233,7 +233,8 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 
 
 def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> tuple[list, list]:
-    from xeval.adapters import RunContext, get_adapter
+    from xeval.adapters import get_adapter
+    from xeval.adapters.context import RunContext
     from xeval.base import collectives
     from xeval.base.atomic import check_output
     from xeval.cards.catalog import load_suite

@@ -107,7 +107,7 @@ def test_identical_sentences_align_perfectly(tiny_encoder):
 
 
 def test_alignment_probe_run(tiny_encoder, data_root, tmp_path):
-    from xeval.adapters import RunContext
+    from xeval.adapters.context import RunContext
     from xeval.adapters.probes import alignment
     from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot

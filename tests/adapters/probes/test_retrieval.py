@@ -85,7 +85,7 @@ def tiny_ctx(tmp_path_factory, data_root):
     import torch
 
     from tests.helpers.tiny import make_tiny_bert
-    from xeval.adapters import RunContext
+    from xeval.adapters.context import RunContext
     from xeval.data.sources import DataRoot
     from xeval.models.encoder import Encoder
     from xeval.results.store import Store

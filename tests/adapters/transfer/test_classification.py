@@ -4,7 +4,7 @@ import pytest
 
 from tests.helpers.transfer import context
 from xeval.adapters.transfer import classification
-from xeval.adapters.transfer.loop import Recipe
+from xeval.adapters.transfer.recipe import Recipe
 from xeval.base.errors import ConfigError
 from xeval.cards.catalog import load_suite
 from xeval.data.examples import SentencePair

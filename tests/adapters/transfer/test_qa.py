@@ -4,8 +4,8 @@ import pytest
 
 from tests.conftest import require_file
 from tests.helpers.transfer import context
-from xeval.adapters.transfer import qa
-from xeval.adapters.transfer.loop import Recipe
+from xeval.adapters.transfer import qa, spans
+from xeval.adapters.transfer.recipe import Recipe
 from xeval.cards.catalog import load_suite
 from xeval.data.examples import Answer, QAExample
 from xeval.data.squad_json import read_squad
@@ -28,16 +28,16 @@ def xquad(data_root, lang, n):
 def oracle_answer(fam, example, wins):
     """Decode with logits that point at the gold span in the window that holds it: what the model's best
     possible output turns into."""
-    span = qa._answer_span(example)
+    span = spans.answer_span(example)
     texts = []
     for win in wins:
-        s, e = qa._token_span(win.offsets, *span)
+        s, e = spans.token_span(win.offsets, *span)
         if s == 0:
             continue
         starts = [0.0] * len(win.input_ids)
         ends = [0.0] * len(win.input_ids)
         starts[s], ends[e] = 10.0, 10.0
-        found = qa.best_span(win, starts, ends, fam.recipe.n_best_size, fam.recipe.max_answer_length)
+        found = spans.best_span(win, starts, ends, fam.recipe.n_best_size, fam.recipe.max_answer_length)
         if found is not None and found[0] == 20.0:
             texts.append(example.context[found[1][0] : found[1][1]])
     return texts

@@ -16,10 +16,10 @@ def _run(tmp_path, data_root, tasks, store, monkeypatch=None, calls=None, suite=
     from xeval.run.runner import RunOptions, run
 
     if calls is not None:
-        from xeval.adapters.transfer import zero_shot as finetune
+        from xeval.adapters.transfer import zero_shot
 
-        train = finetune._train
-        monkeypatch.setattr(finetune, "_train", lambda family, *a, **k: (calls.append(family.card.name),
+        train = zero_shot.train_model
+        monkeypatch.setattr(zero_shot, "train_model", lambda family, *a, **k: (calls.append(family.card.name),
                                                                           train(family, *a, **k))[1])
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite=suite, tasks=tasks,
                       langs=["en", "de"], data=str(data_root), out=str(tmp_path / store),

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from tests.helpers.transfer import FAST, context
+from xeval.adapters.transfer import base as transfer_base
 from xeval.adapters.transfer import tagging
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import IGNORE_INDEX, Recipe, set_seed
+from xeval.adapters.transfer.fine_tuning import IGNORE_INDEX, fine_tune, set_seed
+from xeval.adapters.transfer.recipe import Recipe
 from xeval.base.errors import ConfigError
 from xeval.cards.catalog import load_suite
 from xeval.data.examples import TaggedSentence
@@ -56,7 +57,7 @@ def test_long_sentence_is_split_and_rejoined(tiny_encoder, udpos, tmp_path, data
     spans = fam.windows([words])
     assert len(spans) > 3 and spans[0][1] == 0 and spans[-1][2] == len(words)
     assert all(a[2] == b[1] for a, b in zip(spans, spans[1:])), "windows are consecutive, nothing dropped"
-    enc, _ = fam._encode([words], spans)
+    enc, _ = fam.encode([words], spans)
     assert max(len(ids) for ids in enc["input_ids"]) <= 8
     model = fam.build_model(copy.deepcopy(tiny_encoder.model)).eval()
     [tags] = fam.predict(model, [sentence(words)])
@@ -78,13 +79,6 @@ def test_a_word_longer_than_the_window_keeps_its_label(tiny_encoder, udpos, tmp_
     assert len(fam.predict(model, [sentence(words)])[0]) == 3
 
 
-def test_only_first_subword_labelling_is_supported():
-    with pytest.raises(ConfigError, match="label_first_subword"):
-        Recipe.build({"label_first_subword": False})
-    with pytest.raises(ConfigError, match="unknown recipe field"):
-        Recipe.build({"epoch": 3})
-
-
 def test_training_is_deterministic(tiny_encoder, udpos, tmp_path, data_root):
     fam = family(tiny_encoder, udpos, tmp_path, data_root)
     feats = fam.features([sentence("the cat sat on the mat".split(), ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"]),
@@ -94,7 +88,7 @@ def test_training_is_deterministic(tiny_encoder, udpos, tmp_path, data_root):
     for _ in range(2):
         set_seed(3)
         model = fam.build_model(copy.deepcopy(tiny_encoder.model))
-        report = finetune.fine_tune(model, feats, recipe, seed=3, pad_token_id=0)
+        report = fine_tune(model, feats, recipe, seed=3, pad_token_id=0)
         states.append(model.state_dict())
     assert report.steps == 4 and report.examples == 16
     assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
@@ -111,7 +105,7 @@ def test_bf16_training_is_deterministic_close_to_fp32_and_not_equal(tiny_encoder
         set_seed(3)
         model = fam.build_model(copy.deepcopy(tiny_encoder.model))
         recipe = Recipe.build({"batch_size": 4, "epochs": 1, "learning_rate": 1e-3, "precision": precision})
-        finetune.fine_tune(model, feats, recipe, seed=3, pad_token_id=0)
+        fine_tune(model, feats, recipe, seed=3, pad_token_id=0)
         state = model.state_dict()
         assert all(v.dtype != torch.bfloat16 for v in state.values())
         if precision in states:
@@ -138,6 +132,6 @@ def test_run_stores_records_and_resumes(tiny_encoder, udpos, tmp_path, data_root
     def no_training(*args, **kwargs):
         raise AssertionError("a resumed run must not train")
 
-    monkeypatch.setattr(finetune, "fine_tune", no_training)
+    monkeypatch.setattr(transfer_base, "fine_tune", no_training)
     [again] = tagging.run(udpos, ["en"], context(tiny_encoder, data_root, tmp_path))
     assert again.metrics == record.metrics

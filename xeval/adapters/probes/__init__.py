@@ -1,1 +1,2 @@
-"""TODO"""
+"""Probe task types (no training): retrieval, heldout, mining, alignment, lexicon, tokenization, neutrality, each on
+``base`` (layers, resume, records, options, pooled sentence vectors)."""

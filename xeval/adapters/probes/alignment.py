@@ -23,8 +23,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from xeval.adapters.probes import base as probes
+from xeval.adapters.probes.sinkhorn import sinkhorn_stabilized_many
 from xeval.base.errors import ConfigError
 from xeval.metrics.aer import score_alignment
+from xeval.results.outcomes import Outcomes, example_id
 
 METHODS = ("ot-emd", "ot-sinkhorn", "argmax-inter")
 ALIGN_DEFAULTS = {
@@ -144,8 +146,6 @@ def extract_layers(sims: list[np.ndarray], method: str, epsilon: float = 0.05,
     if method == "argmax-inter":
         return [argmax_inter_layers(s) if s.size else np.zeros(s.shape, dtype=bool) for s in sims]
     if method == "ot-sinkhorn":
-        from xeval.adapters.probes.sinkhorn import sinkhorn_stabilized_many
-
         costs = [np.ascontiguousarray(1.0 - s[row], dtype=np.float64) for s in sims for row in range(len(s))]
         plans = iter(sinkhorn_stabilized_many(costs, epsilon, num_iter_max=2000, stop_thr=1e-9))
         return [np.stack([plan_links(next(plans), threshold) for _ in range(len(s))]).reshape(s.shape)
@@ -192,8 +192,6 @@ def score_layers(pairs, predicted: dict[int, dict[str, list[set]]]) -> dict[int,
 def alignment_outcomes(pairs, predicted: dict[str, list[set]]):
     """Per sentence pair: the link counts AER sums (for the headline method as ``aer`` and every method under its
     prefix), gold = sure links, prediction = the headline method's links (0-based ``i-j``)."""
-    from xeval.results.outcomes import Outcomes, example_id
-
     def links(found) -> str:
         return " ".join(f"{i}-{j}" for i, j in sorted(found))
 

@@ -22,9 +22,22 @@ from pathlib import Path
 import numpy as np
 
 from xeval.base.atomic import write_text
-from xeval.base.errors import ConfigError, UserError
+from xeval.base.errors import ConfigError, DataError, UserError
 from xeval.base.hashing import hash_json
+from xeval.cards.compat import mode_of
+from xeval.data import sources
+from xeval.models.encoding_cache import EncodingCache
+from xeval.results.identity import config_hash
+from xeval.results.layers import SELECTION_SPLIT, choose_layers
 from xeval.results.store import Record, Unit, _slug, stamp
+from xeval.submission.writer import (
+    MANIFEST,
+    provenance_entry,
+    read_manifest,
+    record_exports,
+    renamed_for_split,
+    write_sidecar,
+)
 
 PROBE_SEED = 0
 
@@ -151,8 +164,6 @@ def unit_for(card, lang: str, split: str, ctx, layer: int, config_hash: str | No
 
 def unit_hash(card, lang: str, split: str, ctx, config: dict) -> str:
     """The config hash of this probe's units for one language (``xeval.results.identity``)."""
-    from xeval.results.identity import config_hash
-
     return config_hash(card, ctx, config, [data_identity(card, lang, split, ctx)])
 
 
@@ -163,9 +174,7 @@ def card_identity(card) -> dict:
 
 def data_identity(card, lang: str, split: str, ctx) -> dict:
     """The ``data`` block of a record (``xeval.data.sources.data_identity``)."""
-    from xeval.data.sources import data_identity as describe
-
-    return describe(card, lang, split, ctx.data)
+    return sources.data_identity(card, lang, split, ctx.data)
 
 
 def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_examples: int, config: dict,
@@ -207,16 +216,12 @@ def selection_split(card, ctx, lang: str, layers: list[int], always: bool = Fals
     """``dev`` when it is a selection split for ``lang`` here: several layers are probed (or ``always``: BUCC's
     threshold), the card has a dev source in this layout, the language is not itself reported on dev, and its dev
     file is there (FLORES-200 dev covers 18 of Tatoeba's languages)."""
-    from xeval.base.errors import DataError
-    from xeval.data.sources import resolve
-    from xeval.results.layers import SELECTION_SPLIT
-
     if (len(layers) < 2 and not always) or card.split_for(lang) == SELECTION_SPLIT or ctx.data.layout == "hub":
         return None
     if SELECTION_SPLIT not in (card.files.get(ctx.data.layout) or {}):
         return None
     try:
-        resolve(card, lang, SELECTION_SPLIT, ctx.data)
+        sources.resolve(card, lang, SELECTION_SPLIT, ctx.data)
     except DataError:
         return None
     return SELECTION_SPLIT
@@ -239,8 +244,6 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     layers = probe_layers(card, ctx)
     if config.get("pooling") == "model":  # what "model" pooling is for this folder (recorded, and in the hash)
         config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
-    from xeval.cards.compat import mode_of
-
     config = {**config, "default_layer": default_layer(card, ctx), "compat": mode_of(ctx)}
     folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
     limit = (ctx.options or {}).get("max_eval")
@@ -277,9 +280,6 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
 
 def export_chosen_layer(records: list, export: Path, folder: str) -> None:
     """Copy the chosen layer's submission files (``layer-<k>/<task>/``) to ``<export>/<task>/``."""
-    from xeval.results.layers import choose_layers
-    from xeval.submission.writer import MANIFEST, read_manifest, record_exports
-
     if not records:
         return
     layer = choose_layers(records)[(records[0].unit.model, records[0].unit.task)][0].layer
@@ -305,8 +305,6 @@ def _keep_files(ctx, unit, res: LayerResult) -> None:
 def _export(ctx, unit, n_layers: int, folder: str) -> None:
     """Copy a unit's kept files into ``--export-predictions`` (with the sidecar) and ``--export-labels``, named
     after the split they hold (``xeval.submission.writer``)."""
-    from xeval.submission.writer import provenance_entry, record_exports, renamed_for_split, write_sidecar
-
     labels = (ctx.options or {}).get("export_labels")
     if ctx.export_dir is None and not labels:
         return
@@ -328,9 +326,7 @@ def _export(ctx, unit, n_layers: int, folder: str) -> None:
 
 def load_examples(card, lang: str, split: str, ctx) -> list:
     """The card's examples for one language, through the data layer (``xeval.data.sources``)."""
-    from xeval.data.sources import load_examples as load
-
-    return load(card, lang, split, ctx.data)
+    return sources.load_examples(card, lang, split, ctx.data)
 
 
 # ------------------------------------------------------------------ sentence vectors (through the encoding cache)
@@ -339,8 +335,6 @@ def load_examples(card, lang: str, split: str, ctx) -> list:
 def encoding_cache(options: dict):
     """The cache to encode through: ``cache_dir`` when given, else the run's (``options["cache"]``), else
     ``$XEVAL_CACHE``, else none."""
-    from xeval.models.encoding_cache import EncodingCache
-
     if options.get("cache_dir"):
         return EncodingCache(options["cache_dir"])
     if options.get("cache") is not None:

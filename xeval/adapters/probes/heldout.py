@@ -52,6 +52,7 @@ def heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str
 
 
 def _read_heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str]]]:
+    # imported here: the engine's data and training modules pull torch, which the probes do not need to load
     from xeval.engine.config import PretrainConfig
     from xeval.engine.data import CleanConfig, load_corpora
     from xeval.engine.train import data_root

@@ -19,6 +19,7 @@ import numpy as np
 
 from xeval.adapters.probes import base as probes
 from xeval.adapters.probes.retrieval import search
+from xeval.results.outcomes import Outcomes
 
 
 def word_vectors(encoder, words: list[str], layers: list[int], batch_size: int = 64) -> np.ndarray:
@@ -49,8 +50,6 @@ def precision_at_k(src_vectors: np.ndarray, tgt_vectors: np.ndarray, src_words: 
 
 def lexicon_outcomes(src_words, tgt_words, gold, hits, nearest):
     """Per source word: gold translations, the nearest target, 0/100 per precision@k."""
-    from xeval.results.outcomes import Outcomes
-
     out = Outcomes(list(src_words), [sorted(gold[w]) for w in src_words],
                    [tgt_words[row[0]] if len(row) and row[0] >= 0 else "" for row in nearest])
     for k, h in hits.items():

@@ -28,6 +28,7 @@ import numpy as np
 from xeval.adapters.probes import base as probes
 from xeval.cards import label_free as unscored
 from xeval.data.tatoeba import gold_order_known
+from xeval.results.outcomes import Outcomes
 
 # options beyond probes.DEFAULTS (xeval.run.checks checks --set keys against them): --set center=true also scores
 # after mean-centring each language (raw and centred both stored); --set xsim=true adds LASER's margin-based
@@ -98,8 +99,6 @@ def direction_scores(en2xx: np.ndarray, xx2en: np.ndarray) -> dict[str, float]:
 def tatoeba_outcomes(en2xx: np.ndarray, xx2en: np.ndarray, centered: tuple | None = None):
     """Per-line outcomes: line i's gold is i in both directions; the prediction stored is en→xx (official).
     ``centered``: the (en→xx, xx→en) predictions after mean-centring, scored as ``centered_*``."""
-    from xeval.results.outcomes import Outcomes
-
     gold = np.arange(len(en2xx))
     out = Outcomes([str(i) for i in gold], gold.tolist(), np.asarray(en2xx).tolist())
     for prefix, (a, b) in (("", (en2xx, xx2en)), ("centered_", centered or (None, None))):

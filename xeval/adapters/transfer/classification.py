@@ -17,16 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import (
-    accepts_token_types,
-    batches,
-    head_init,
-    hidden_dropout,
-    uses_token_types,
-)
+from xeval.adapters.transfer import dispatch
+from xeval.adapters.transfer.backbone import accepts_token_types, head_init, hidden_dropout, uses_token_types
+from xeval.adapters.transfer.base import Family
+from xeval.adapters.transfer.fine_tuning import batches
 from xeval.base import console
 from xeval.base.errors import ConfigError
+from xeval.metrics import accuracy
+from xeval.results.outcomes import classification_outcomes, example_id
 
 
 class PairClassifier(nn.Module):
@@ -66,7 +64,7 @@ def uses_pooler(backbone: nn.Module) -> bool:
     return getattr(backbone, "pooler", None) is not None and model_type not in FIRST_TOKEN_HEAD
 
 
-class PairClassification(finetune.Family):
+class PairClassification(Family):
     suffix = "tsv"
 
     def __init__(self, card, ctx, recipe):
@@ -85,14 +83,15 @@ class PairClassification(finetune.Family):
     def build_model(self, backbone: nn.Module) -> nn.Module:
         return PairClassifier(backbone, len(self.labels), self.use_pooler)
 
-    def _encode(self, examples: list) -> list[dict]:
+    def encode(self, examples: list) -> list[dict]:
+        """Each pair as one model input, without its label (probe mode reads the frozen encoder through these too)."""
         enc = self.tokenizer([ex.text_a for ex in examples], [ex.text_b for ex in examples], truncation=True,
                              max_length=self.max_length, return_token_type_ids=self.token_types)
         keys = ["input_ids", "attention_mask"] + (["token_type_ids"] if self.token_types else [])
         return [{k: enc[k][i] for k in keys} for i in range(len(examples))]
 
     def features(self, examples: list) -> list[dict]:
-        feats = self._encode(examples)
+        feats = self.encode(examples)
         for feat, ex in zip(feats, examples):
             if ex.label not in self.index:
                 raise ConfigError(f"{ex.source}:{ex.line}: label {ex.label!r} is not one of {', '.join(self.labels)}")
@@ -102,7 +101,7 @@ class PairClassification(finetune.Family):
     @torch.inference_mode()
     def predict(self, model: nn.Module, examples: list) -> list[str]:
         model.eval()
-        feats = self._encode(examples)
+        feats = self.encode(examples)
         order = sorted(range(len(feats)), key=lambda i: len(feats[i]["input_ids"]))
         out: list[str | None] = [None] * len(feats)
         size = self.recipe.eval_batch_size
@@ -119,16 +118,12 @@ class PairClassification(finetune.Family):
         return all(ex.label is not None for ex in examples)
 
     def score(self, predictions, examples, lang) -> dict[str, float]:
-        from xeval.metrics import accuracy
-
         gold = [ex.label for ex in examples]
         if any(g is None for g in gold):
             raise ConfigError(f"task {self.card.name!r}: {lang} examples carry no gold labels; cannot score them")
         return accuracy(gold, predictions)
 
     def outcomes(self, predictions, examples, lang):
-        from xeval.results.outcomes import classification_outcomes, example_id
-
         return classification_outcomes([example_id(ex) for ex in examples], [ex.label for ex in examples],
                                        predictions)
 
@@ -144,4 +139,4 @@ class PairClassification(finetune.Family):
 
 
 def run(card, langs, ctx):
-    return finetune.run(card, langs, ctx, PairClassification)
+    return dispatch.run(card, langs, ctx, PairClassification)

@@ -19,11 +19,24 @@ import copy
 import random
 from dataclasses import replace
 
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import fine_tune
+from xeval.adapters.transfer.base import (
+    data_identity,
+    dev_set,
+    evaluate_unit,
+    load,
+    pad_id,
+    train_model,
+    training_examples,
+    training_source,
+    unit_for,
+    unit_hash,
+)
+from xeval.adapters.transfer.fine_tuning import fine_tune
+from xeval.base.console import log
 from xeval.base.errors import ConfigError
 from xeval.cards.types import TASK_TYPES, task_type
 from xeval.results.identity import config_hash
+from xeval.results.outcomes import example_id
 from xeval.results.store import Record
 
 SETTING = "few-shot"
@@ -58,7 +71,7 @@ def text_key(example) -> str:
 
 def shot_pool(card, lang: str, ctx, test: list) -> tuple[list, int]:
     """The target language's labelled dev examples that do not repeat a test example, and how many did."""
-    pool = finetune.load(card, lang, SHOT_SPLIT, ctx)
+    pool = load(card, lang, SHOT_SPLIT, ctx)
     seen = {text_key(ex) for ex in test}
     kept = [ex for ex in pool if text_key(ex) not in seen]
     return kept, len(pool) - len(kept)
@@ -81,12 +94,10 @@ def run(card, langs: list[str], ctx, family_cls, recipe) -> list[Record]:
     if not task_type(card.type).few_shot:
         runs = ", ".join(t.name for t in TASK_TYPES.values() if t.few_shot)
         raise ConfigError(f"--setting few-shot: task {card.name!r} ({card.type}) is not supported; few-shot runs "
-                          f"the task types {runs}")
+                          f"tagging and pair classification ({runs})")
     shots = parse_shots(ctx.options.get("shots"))
     targets, skipped = eligible(card, langs)
     if skipped:
-        from xeval.base.console import log
-
         log.info(f"{card.name}: few-shot skips {', '.join(skipped)} (the training language, or scored on "
                      f"{SHOT_SPLIT}, where the shots come from)")
     if not targets:
@@ -107,10 +118,8 @@ def _few_shot_recipe(recipe, k: int):
 def _shot_config(card, lang: str, k: int, recipe, chosen: list | None, overlap: int | None, ctx) -> dict:
     block = {"k": k, "source": f"{lang}/{SHOT_SPLIT}", "sampling": f"random.Random('few-shot/{card.name}/{lang}/"
              "s<seed>').shuffle, first k", "epochs": FEW_SHOT_EPOCHS, "batch_size": min(FEW_SHOT_BATCH, k),
-             "select": "last", "data": finetune.data_identity(card, lang, SHOT_SPLIT, ctx)}
+             "select": "last", "data": data_identity(card, lang, SHOT_SPLIT, ctx)}
     if chosen is not None:
-        from xeval.results.outcomes import example_id
-
         block["ids"] = [example_id(ex) for ex in chosen]
         block["left_out_as_in_test"] = overlap
     return block
@@ -118,27 +127,28 @@ def _shot_config(card, lang: str, k: int, recipe, chosen: list | None, overlap: 
 
 def _run_seed(card, langs, seed, shots, recipe, ctx, family_cls) -> list[Record]:
     family = family_cls(card, ctx, recipe)
-    source = finetune._train_source(card, "zero-shot", card.train["lang"])
+    source = training_source(card, "zero-shot", card.train["lang"])
     units = {}
     for lang in langs:
-        base = finetune._unit_hash(card, lang, "zero-shot", recipe, family, source, ctx)
+        english_hash = unit_hash(card, lang, "zero-shot", recipe, family, source, ctx)
         for k in shots:
-            extra = {"english": base, "few_shot": _shot_config(card, lang, k, recipe, None, None, ctx)}
+            extra = {"english": english_hash, "few_shot": _shot_config(card, lang, k, recipe, None, None, ctx)}
             chash = config_hash(card, ctx, extra, [])
-            units[(lang, k)] = finetune._unit(card, lang, seed, setting_name(k), ctx, chash)
+            units[(lang, k)] = unit_for(card, lang, seed, setting_name(k), ctx, chash)
     found = {key: ctx.store.get(u) for key, u in units.items() if ctx.store.has(u)}
     out = list(found.values())
     if len(found) == len(units):
         return out
-    train = finetune.subsample(finetune.load(card, *source, ctx), recipe.max_train)
+    train = training_examples(card, "zero-shot", source, recipe, ctx)
     family.setup(train)
-    dev = finetune._dev_set(card, recipe, ctx)
-    english, report = finetune._train(family, family.features(train), dev, seed, recipe, ctx, f"{card.name} s{seed} (English)")
-    pad = finetune._pad_id(family.tokenizer)
+    dev = dev_set(card, recipe, ctx)
+    english, report = train_model(family, family.features(train), dev, seed, recipe, ctx,
+                                  f"{card.name} s{seed} (English)")
+    pad = pad_id(family.tokenizer)
     for lang in langs:
         if all((lang, k) in found for k in shots):
             continue
-        test = finetune.load(card, lang, card.split_for(lang), ctx)
+        test = load(card, lang, card.split_for(lang), ctx)
         if recipe.max_eval:
             test = test[: recipe.max_eval]
         try:
@@ -160,7 +170,7 @@ def _run_seed(card, langs, seed, shots, recipe, ctx, family_cls) -> list[Record]
             fine_tune(model, family.features(chosen), fs_recipe, seed, pad, None, device=family.encoder.device,
                       desc=f"{card.name} {lang} {k} shots s{seed}")
             shot_block = _shot_config(card, lang, k, fs_recipe, chosen, overlap, ctx)
-            out.append(finetune._evaluate(family, model, report, units[(lang, k)], train, dev, source, ctx,
-                                          extra_config={"few_shot": shot_block}))
+            out.append(evaluate_unit(family, model, report, units[(lang, k)], train, dev, source, ctx,
+                                     extra_config={"few_shot": shot_block}))
             del model
     return out

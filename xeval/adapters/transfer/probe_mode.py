@@ -7,15 +7,17 @@ For every layer at once (``--layers``, default all: one forward pass yields ever
 - pair classification (XNLI, PAWS-X): the pooled pair representation (``probe_pooling``: mean over all tokens of
   ``[CLS] a [SEP] b [SEP]``, special tokens included, or the first token), a ``LogisticRegression`` head;
 - QA (XQuAD, MLQA, TyDiQA): every token of every window, a linear start/end head (torch), decoded exactly as the
-  fine-tuned model is (``xeval.adapters.transfer.qa.best_span``).
+  fine-tuned model is (``xeval.adapters.transfer.spans.best_span``).
 
 The training set is the fine-tuning one (same card, same subsample). Regularisation (C) is chosen per layer on a
-selection set, and the reported layer is chosen on it too (``xeval.results.store.chosen_layers``): the English dev set, unless that
-set is trained on (PAWS-X in the shared data) or reported (XNLI's English dev in xtreme-mini), in which case every
-fifth example of the English training subset is held out for selection and the head trains on the rest.
+selection set, and the reported layer is chosen on it too (``xeval.results.layers.chosen_layers``): the English dev
+set, unless that set is trained on (PAWS-X in the shared data) or reported (XNLI's English dev in xtreme-mini), in
+which case every fifth example of the English training subset is held out for selection and the head trains on the
+rest.
 
-Features go through the run's encoding cache (``xeval.models.encoding_cache``): train, selection and evaluation features of
-tagging and pair classification, and the QA training features, are stored per layer (float16 for word and token
+Features are read out by ``xeval.adapters.transfer.readouts`` through the run's encoding cache
+(``xeval.models.encoding_cache``): train, selection and evaluation features of tagging and pair classification,
+and the QA training features, are stored per layer (float16 for word and token
 vectors, float32 for pooled pairs), so a rerun with another head or layer rule does not encode again. QA evaluation
 features (every token of every window of every language: gigabytes) are not stored: each language is encoded once
 and every layer's head is applied in that pass.
@@ -39,14 +41,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import Recipe, collate, subsample
+from xeval.adapters.transfer import probe_heads
+from xeval.adapters.transfer.backbone import accepts_token_types
+from xeval.adapters.transfer.base import data_identity, load, prediction_path, training_examples
+from xeval.adapters.transfer.fine_tuning import collate
 from xeval.adapters.transfer.probe_heads import ClassifierHead, SpanHead, fit_classifier, fit_span_head
+from xeval.adapters.transfer.readouts import READOUTS, Readout, cached_rows
+from xeval.adapters.transfer.recipe import Recipe
+from xeval.adapters.transfer.spans import best_span
 from xeval.base.atomic import write_text
 from xeval.base.console import log
 from xeval.base.errors import ConfigError
-from xeval.base.hashing import hash_json
 from xeval.cards.types import task_type
+from xeval.results.identity import config_hash
 from xeval.results.store import PROBE_MODE, Record, Unit, stamp
 
 MODE = PROBE_MODE
@@ -67,14 +74,11 @@ def _unit(card, lang: str, layer: int, ctx, config_hash: str | None) -> Unit:
 def _unit_hash(card, lang: str, recipe: Recipe, family, ctx, held_out: str | None) -> str:
     """The config hash (``xeval.results.identity``) of one language's probe units: the recipe, the heads' settings, the
     selection rule and the evaluation, training and selection data."""
-    from xeval.adapters.transfer import probe_heads
-    from xeval.results.identity import config_hash
-
     lang_t, split_t = card.train["lang"], card.train["split"]
-    data = [finetune.data_identity(card, lang, card.split_for(lang), ctx),
-            finetune.data_identity(card, lang_t, split_t, ctx)]
+    data = [data_identity(card, lang, card.split_for(lang), ctx),
+            data_identity(card, lang_t, split_t, ctx)]
     if held_out is None:
-        data.append(finetune.data_identity(card, lang_t, "dev", ctx))
+        data.append(data_identity(card, lang_t, "dev", ctx))
     config = {"mode": MODE, "recipe": probe_recipe(recipe), "selection": held_out or "dev",
               "heads": {"C_grid": list(probe_heads.C_GRID), "max_iter": probe_heads.MAX_ITER, "tol": probe_heads.TOL,
                         "span_iterations": probe_heads.SPAN_ITERATIONS, "hold_out_every": HOLD_OUT_EVERY,
@@ -90,154 +94,6 @@ def probe_recipe(recipe: Recipe) -> dict:
 
 def probe_layers(ctx) -> list[int]:
     return list(ctx.layers) if ctx.layers is not None else list(range(ctx.encoder.num_layers + 1))
-
-
-# ----------------------------------------------------------------------------------------------------- encoding
-
-
-@torch.inference_mode()
-def hidden_rows(encoder, feats: list[dict], layers: list[int], readout, batch_size: int = 64,
-                dtype=np.float32) -> np.ndarray:
-    """[len(layers), rows, H] read out of every layer from ONE forward pass per batch (length-sorted batches).
-
-    readout: "mean" (mean over the attention mask, special tokens included), "cls" (the first token), or a list
-    with the token positions to keep for each input (rows = those positions, inputs in order)."""
-    positions = None if isinstance(readout, str) else readout
-    counts = [1] * len(feats) if positions is None else [len(p) for p in positions]
-    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    out = np.zeros((len(layers), int(starts[-1]), encoder.hidden_size), dtype=dtype)
-    order = sorted(range(len(feats)), key=lambda i: len(feats[i]["input_ids"]))
-    pad = encoder.tokenizer.pad_token_id or 0
-    from xeval.adapters.transfer.loop import accepts_token_types
-
-    token_types = accepts_token_types(encoder.model)
-    for begin in range(0, len(order), batch_size):
-        idx = order[begin : begin + batch_size]
-        batch = collate([{k: v for k, v in feats[i].items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-                         for i in idx], pad)
-        extra = {"token_type_ids": batch["token_type_ids"].to(encoder.device)} \
-            if token_types and "token_type_ids" in batch else {}
-        states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
-                               attention_mask=batch["attention_mask"].to(encoder.device),
-                               output_hidden_states=True, return_dict=True, **extra).hidden_states
-        stacked = torch.stack([states[k] for k in layers]).float()  # [L, B, T, H]
-        mask = batch["attention_mask"].to(stacked.device).float()  # [B, T]
-        for row, i in enumerate(idx):
-            if positions is not None:
-                picked = stacked[:, row, positions[i]]  # [L, n_i, H]
-            elif readout == "cls":
-                picked = stacked[:, row, :1]
-            else:
-                m = mask[row].unsqueeze(-1)  # [T, 1]
-                picked = ((stacked[:, row] * m).sum(1) / m.sum().clamp(min=1.0)).unsqueeze(1)
-            out[:, starts[i] : starts[i + 1]] = picked.cpu().numpy().astype(dtype)
-    return out
-
-
-def cached_rows(ctx, feats: list[dict], layers: list[int], readout, dtype) -> np.ndarray:
-    """``hidden_rows`` through the run's encoding cache, keyed by the model and everything the rows depend on
-    (the exact model inputs, the readout, the dtype)."""
-    from xeval.models.encoding_cache import EncodingCache
-
-    cache = getattr(ctx, "cache", None) or EncodingCache(None)
-    inputs = [[f["input_ids"], f.get("token_type_ids")] for f in feats]
-    spec = {"kind": "probe-rows", "inputs": hash_json(inputs), "readout": readout if isinstance(readout, str)
-            else hash_json(readout), "dtype": np.dtype(dtype).name}
-    rows = int(len(feats) if isinstance(readout, str) else sum(len(p) for p in readout))
-    out = cache.layers(ctx.encoder.cache_key, spec, layers,
-                       lambda todo: hidden_rows(ctx.encoder, feats, todo, readout, dtype=dtype))
-    return out.reshape(len(layers), rows, ctx.encoder.hidden_size)
-
-
-# ------------------------------------------------------------------------------------------------ task readouts
-
-
-class _Readout:
-    """What a task type reads out of the frozen encoder and how predictions map back to its examples."""
-
-    dtype = np.float32
-    name = ""
-
-    def __init__(self, family):
-        self.family = family
-
-    def rows(self, examples: list, layers: list[int], ctx) -> tuple[np.ndarray, list]:
-        """(features [L, rows, H], one key per row)."""
-        raise NotImplementedError
-
-    def labels(self, examples: list, keys: list) -> np.ndarray:
-        raise NotImplementedError
-
-    def predictions(self, examples: list, keys: list, predicted: np.ndarray) -> list:
-        raise NotImplementedError
-
-
-class WordReadout(_Readout):
-    """Tagging: one row per word, its first subword."""
-
-    dtype = np.float16  # word vectors of every layer: stored half precision (read back as float32 for the head)
-    name = "first subword of each word"
-
-    def rows(self, examples, layers, ctx):
-        family = self.family
-        sentences = [ex.tokens for ex in examples]
-        spans = family.windows(sentences)
-        enc, word_ids = family._encode(sentences, spans)
-        feats, positions, keys = [], [], []
-        for k, (i, s, _e) in enumerate(spans):
-            firsts = family._first_subwords(word_ids[k])
-            feats.append({"input_ids": enc["input_ids"][k], "attention_mask": enc["attention_mask"][k]})
-            positions.append(firsts)
-            keys.extend((i, s + word_ids[k][t]) for t in firsts)
-        return cached_rows(ctx, feats, layers, positions, self.dtype), keys
-
-    def labels(self, examples, keys):
-        index = self.family.index
-        out = []
-        for i, w in keys:
-            ex = examples[i]
-            tag = ex.tags[w] if ex.tags is not None else None
-            if tag not in index:
-                raise ConfigError(f"{ex.source}:{ex.line}: tag {tag!r} is not one of {', '.join(self.family.labels)} "
-                                  f"(the task's label set)")
-            out.append(index[tag])
-        return np.asarray(out, dtype=np.int64)
-
-    def predictions(self, examples, keys, predicted):
-        labels = self.family.labels
-        fallback = "O" if "O" in self.family.index else labels[0]  # a word that kept no subword at all (rare)
-        tags: list[dict[int, str]] = [{} for _ in examples]
-        for (i, w), p in zip(keys, predicted):
-            tags[i][w] = labels[int(p)]
-        return [[tags[i].get(w, fallback) for w in range(len(ex.tokens))] for i, ex in enumerate(examples)]
-
-
-class PairReadout(_Readout):
-    """Pair classification: one row per pair, pooled over ``[CLS] a [SEP] b [SEP]``."""
-
-    def __init__(self, family):
-        super().__init__(family)
-        self.pooling = family.recipe.probe_pooling
-        self.name = {"mean": "mean over all tokens of the pair (special tokens included)",
-                     "cls": "first token ([CLS] / <s>)"}[self.pooling]
-
-    def rows(self, examples, layers, ctx):
-        feats = self.family._encode(examples)
-        return cached_rows(ctx, feats, layers, self.pooling, self.dtype), list(range(len(examples)))
-
-    def labels(self, examples, keys):
-        index = self.family.index
-        for ex in examples:
-            if ex.label not in index:
-                raise ConfigError(f"{ex.source}:{ex.line}: label {ex.label!r} is not one of "
-                                  f"{', '.join(self.family.labels)}")
-        return np.asarray([index[ex.label] for ex in examples], dtype=np.int64)
-
-    def predictions(self, examples, keys, predicted):
-        return [self.family.labels[int(p)] for p in predicted]
-
-
-READOUTS = {"words": WordReadout, "pair": PairReadout}  # by TaskType.probe_readout ("span": _SpanProbe)
 
 
 # ------------------------------------------------------------------------------------------------- the loop
@@ -270,13 +126,8 @@ class Fitted:
     selection_score: float
 
 
-def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
-    setting = ctx.options.get("setting", "zero-shot")
-    if setting != "zero-shot":
-        raise ConfigError(f"--mode probe: only --setting zero-shot is implemented (found {setting!r})")
-    overrides = {k: v for k, v in (ctx.options.get("recipe") or {}).items()
-                 if k.replace("-", "_") in finetune.RECIPE_FIELDS}  # the others are probe options of the run
-    recipe = Recipe.build(family_cls.defaults, card.recipe, overrides)
+def run(card, langs: list[str], ctx, family_cls, recipe: Recipe) -> list[Record]:
+    """Zero-shot only (``xeval.adapters.transfer.dispatch`` checked the setting and built ``recipe``)."""
     layers = probe_layers(ctx)
     family = family_cls(card, ctx, recipe)
     held_out = held_out_reason(card, ctx)
@@ -290,7 +141,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
     tally = CpuTally()
     task_cpu = time.process_time()
     with tally.phase("data"):
-        train = subsample(finetune.load(card, card.train["lang"], card.train["split"], ctx), recipe.max_train)
+        train = training_examples(card, "zero-shot", (card.train["lang"], card.train["split"]), recipe, ctx)
         family.setup(train)
         fit_examples, selection, selection_info = selection_split(card, recipe, train, ctx, held_out)
     start = time.perf_counter()
@@ -305,7 +156,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
         missing = [layer for layer in layers if (lang, layer) not in found]
         t0 = time.perf_counter()
         with tally.phase("data"):
-            examples = finetune.load(card, lang, card.split_for(lang), ctx)
+            examples = load(card, lang, card.split_for(lang), ctx)
         if recipe.max_eval:
             examples = examples[: recipe.max_eval]
         if not examples:
@@ -320,7 +171,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                 if labelled else {}
             record = Record(
                 unit=unit, metrics=metrics, n_examples=len(examples), model=ctx.encoder.identity(),
-                data=finetune.data_identity(card, lang, unit.split, ctx), card=card.identity(),
+                data=data_identity(card, lang, unit.split, ctx), card=card.identity(),
                 config={
                     "mode": MODE,
                     "layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k",
@@ -329,7 +180,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                     "head": fitted[layer].head.describe(),
                     "train": {"lang": card.train["lang"], "split": card.train["split"],
                               "n_examples": len(fit_examples), "subsample_of": len(train),
-                              "data": finetune.data_identity(card, card.train["lang"], card.train["split"], ctx)},
+                              "data": data_identity(card, card.train["lang"], card.train["split"], ctx)},
                     "selection": selection_info,
                     **family.config(),
                 },
@@ -339,7 +190,7 @@ def run(card, langs: list[str], ctx, family_cls) -> list[Record]:
                        **({} if labelled else {"unscored": "the evaluation data has no gold labels"})},
             )
             text = family.format_predictions(predictions[layer], examples)
-            write_text(finetune._prediction_path(ctx, unit, family.suffix), text)
+            write_text(prediction_path(ctx, unit, family.suffix), text)
             if ctx.export_dir is not None:  # as the probes do: <dir>/<task>/ for one layer, else <dir>/layer-<k>/<task>/
                 root = Path(ctx.export_dir) if len(layers) == 1 else Path(ctx.export_dir) / f"layer-{layer}"
                 write_text(root / card.name / f"test-{lang}.{family.suffix}", text)
@@ -358,11 +209,11 @@ def held_out_reason(card, ctx) -> str | None:
     if lang in card.languages and card.split_for(lang) == "dev":
         return f"{lang}/dev is a reported set"
     try:
-        dev = {f.get("sha256") or f.get("path") for f in finetune.data_identity(card, lang, "dev", ctx)["files"]}
+        dev = {f.get("sha256") or f.get("path") for f in data_identity(card, lang, "dev", ctx)["files"]}
     except ConfigError:
         return f"the task has no {lang}/dev split"
     train = {f.get("sha256") or f.get("path")
-             for f in finetune.data_identity(card, lang, card.train["split"], ctx)["files"]}
+             for f in data_identity(card, lang, card.train["split"], ctx)["files"]}
     return f"{lang}/dev is the training data" if dev & train else None
 
 
@@ -373,7 +224,7 @@ def selection_split(card, recipe: Recipe, train: list, ctx, reason: str | None) 
     lang = card.train["lang"]
     limit = recipe.max_dev or MAX_SELECTION
     if reason is None:
-        dev = finetune.load(card, lang, "dev", ctx)[:limit]
+        dev = load(card, lang, "dev", ctx)[:limit]
         if dev:
             return train, dev, {"on": f"{lang}/dev", "n_examples": len(dev), "metric": card.metric}
         reason = f"{lang}/dev is empty"
@@ -386,7 +237,7 @@ def selection_split(card, recipe: Recipe, train: list, ctx, reason: str | None) 
 
 
 class _ClassifierProbe:
-    def __init__(self, readout: _Readout, ctx, tally: CpuTally):
+    def __init__(self, readout: Readout, ctx, tally: CpuTally):
         self.readout, self.ctx, self.tally = readout, ctx, tally
         self.family = readout.family
         self.readout_name = readout.name
@@ -446,9 +297,6 @@ class _SpanProbe:
     @torch.inference_mode()
     def predict(self, examples: list, fitted: dict[int, Fitted]) -> dict[int, list]:
         """Every layer's answers from one forward pass per batch of windows (not cached: see the module doc)."""
-        from xeval.adapters.transfer.loop import accepts_token_types
-        from xeval.adapters.transfer.qa import best_span
-
         family, encoder = self.family, self.ctx.encoder
         layers = sorted(fitted)
         wins = family.windows(examples)

@@ -3,10 +3,10 @@
 Windows as XTREME's ``run_squad.py`` (transformers' ``squad_convert_examples_to_features``): the question is cut to
 ``max_query_length`` (64) tokens; the context is covered by windows of ``max_length - question - specials``
 tokens whose starts are ``doc_stride`` (128) tokens apart; a training window that does not contain the answer
-points at [CLS]. Decoding as its ``compute_predictions_logits``: in every window the ``n_best_size`` (20) best
-start and end positions, kept when both lie in the context, end >= start, the span is at most
-``max_answer_length`` (30) tokens and the start token has its "max context" in this window (the window where it
-has the most context on its shorter side); the best start + end logit over all windows wins.
+points at [CLS]. Decoding as its ``compute_predictions_logits`` (``xeval.adapters.transfer.spans``): in every
+window the ``n_best_size`` (20) best start and end positions, kept when both lie in the context, end >= start, the
+span is at most ``max_answer_length`` (30) tokens and the start token has its "max context" in this window (the
+window where it has the most context on its shorter side); the best start + end logit over all windows wins.
 
 What differs, on purpose: the answer text is cut from the ORIGINAL context by the tokenizer's character offsets
 (``offset_mapping``) of the start and end tokens. XTREME maps tokens back to whitespace-separated words and then
@@ -22,16 +22,23 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import accepts_token_types, batches, head_init, uses_token_types
+from xeval.adapters.transfer import dispatch
+from xeval.adapters.transfer.backbone import accepts_token_types, head_init, uses_token_types
+from xeval.adapters.transfer.base import Family
+from xeval.adapters.transfer.fine_tuning import batches
+from xeval.adapters.transfer.spans import Window, answer_span, best_span, mark_max_context, token_span
 from xeval.base import console
 from xeval.base.errors import ConfigError
+from xeval.cards.compat import xtreme_answer
+from xeval.data.squad_json import is_label_free
+from xeval.metrics import gold_answers, mlqa, mlqa_scores, squad, squad_scores
+from xeval.metrics.xtreme import XTREME
+from xeval.results.outcomes import qa_outcomes
 
 
 class SpanExtractor(nn.Module):
@@ -57,20 +64,7 @@ class SpanExtractor(nn.Module):
         return loss, start, end
 
 
-@dataclass
-class Window:
-    """One window of one example: model inputs plus what decoding needs."""
-
-    example: int  # index into the example list
-    input_ids: list[int]
-    attention_mask: list[int]
-    token_type_ids: list[int] | None
-    offsets: list[tuple[int, int] | None]  # character span in the context per token; None outside the context
-    max_context: list[bool]  # per token: this window gives the token its maximum context
-    context_start: int = 0  # position of the window's first context token in the whole tokenized context
-
-
-class QA(finetune.Family):
+class QA(Family):
     suffix = "json"
     # run_squad.py keeps the last weights; 384-token windows: prediction batches of 64 bound the attention memory
     defaults = {"select": "last", "max_length": 384, "learning_rate": 3e-5, "eval_batch_size": 64}
@@ -79,8 +73,6 @@ class QA(finetune.Family):
         super().__init__(card, ctx, recipe)
         self.pair_specials = self.tokenizer.num_special_tokens_to_add(pair=True)
         self.token_types = uses_token_types(self.encoder.model)
-        from xeval.metrics.xtreme import XTREME
-
         spec = XTREME.tasks.get(card.name)
         self.normalisation = spec.metric if spec is not None and spec.metric in ("squad", "mlqa") else "squad"
 
@@ -126,7 +118,7 @@ class QA(finetune.Family):
                                   context_start=seen[row] * step))
                 seen[row] += 1
         out.sort(key=lambda win: win.example)  # stable: windows of one example stay left to right
-        _mark_max_context(out)
+        mark_max_context(out)
         return out
 
     # ------------------------------------------------------------------ training
@@ -134,10 +126,10 @@ class QA(finetune.Family):
     def features(self, examples: list) -> list[dict]:
         out = []
         for win in self.windows(examples):
-            span = _answer_span(examples[win.example])
+            span = answer_span(examples[win.example])
             if span is None:
                 continue  # no answer found in the context: skipped, as run_squad.py does
-            start, end = _token_span(win.offsets, *span)
+            start, end = token_span(win.offsets, *span)
             feat = {"input_ids": win.input_ids, "attention_mask": win.attention_mask,
                     "start_positions": start, "end_positions": end}
             if win.token_type_ids is not None:
@@ -178,18 +170,12 @@ class QA(finetune.Family):
         ``get_final_text`` makes of its tokens and the whitespace words they touch (``xeval.cards.compat``)."""
         if self.compat != "xtreme":
             return context[a:b]
-        from xeval.cards.compat import xtreme_answer
-
         return xtreme_answer(self.tokenizer, win.input_ids[s : e + 1], context, a, b)
 
     def labelled(self, examples) -> bool:
-        from xeval.data.squad_json import is_label_free
-
         return not is_label_free(examples)
 
     def score(self, predictions, examples, lang) -> dict[str, float]:
-        from xeval.metrics import gold_answers, mlqa_scores, squad_scores
-
         gold = gold_answers(examples)
         if any(not answers for answers in gold.values()):
             raise ConfigError(f"task {self.card.name!r}: {lang} questions without gold answers; cannot score them")
@@ -199,9 +185,6 @@ class QA(finetune.Family):
         return squad_scores(answers, gold)
 
     def outcomes(self, predictions, examples, lang):
-        from xeval.metrics import mlqa, squad
-        from xeval.results.outcomes import qa_outcomes
-
         golds = [[a.text for a in ex.answers] for ex in examples]
         if self.normalisation == "mlqa":
             scores = [mlqa.example_scores(p, g, lang) for p, g in zip(predictions, golds)]
@@ -237,79 +220,5 @@ class QA(finetune.Family):
         return {k: v for k, v in self.config().items() if k not in prediction_only}
 
 
-# ---------------------------------------------------------------------------------------------- helpers
-
-
-def _answer_span(example) -> tuple[int, int] | None:
-    """Character span [start, end) of the first gold answer (found by text when the file gives no start)."""
-    if not example.answers:
-        return None
-    answer = example.answers[0]
-    start = answer.start
-    if start < 0 or example.context[start : start + len(answer.text)] != answer.text:
-        start = example.context.find(answer.text)
-    if start < 0 or not answer.text:
-        return None
-    return start, start + len(answer.text)
-
-
-def _token_span(offsets: list, char_start: int, char_end: int) -> tuple[int, int]:
-    """Token positions of the first and last token overlapping [char_start, char_end), or (0, 0) ([CLS]) when the
-    window does not contain the whole answer."""
-    inside = [t for t, o in enumerate(offsets) if o is not None]
-    if not inside or offsets[inside[0]][0] > char_start or offsets[inside[-1]][1] < char_end:
-        return 0, 0
-    start = next(t for t in inside if offsets[t][1] > char_start)
-    end = next(t for t in reversed(inside) if offsets[t][0] < char_end)
-    return start, max(start, end)
-
-
-def _mark_max_context(wins: list[Window]) -> None:
-    """run_squad.py's ``_new_check_is_max_context``: a token seen by several windows counts only in the window
-    where min(tokens to its left, tokens to its right) + 0.01 * window length is largest (first such window).
-
-    Tokens are identified by their position in the tokenized context, as XTREME does, not by their character
-    offsets: byte-fallback and SentencePiece tokenizers give several tokens the same offsets (the 3 byte tokens
-    of one CJK character, a lone "▁" before a character)."""
-    best: dict[tuple[int, int], tuple[float, int]] = {}
-    seen: dict[tuple[int, int], tuple[int, int]] = {}
-    for k, win in enumerate(wins):
-        inside = [t for t, o in enumerate(win.offsets) if o is not None]
-        n = len(inside)
-        for i, t in enumerate(inside):
-            key = (win.example, win.context_start + i)
-            if seen.setdefault(key, win.offsets[t]) != win.offsets[t]:  # the tokenizer's windows are not slices
-                raise RuntimeError(f"QA windows of example {win.example}: context token {key[1]} has offsets "
-                                   f"{seen[key]} in one window and {win.offsets[t]} in another")
-            score = min(i, n - 1 - i) + 0.01 * n
-            if key not in best or score > best[key][0]:
-                best[key] = (score, k)
-    for k, win in enumerate(wins):
-        flags, i = [], 0
-        for o in win.offsets:
-            flags.append(o is not None and best[(win.example, win.context_start + i)][1] == k)
-            i += o is not None
-        win.max_context = flags
-
-
-def best_span(win: Window, start_logits: list[float], end_logits: list[float], n_best: int, max_answer: int):
-    """(score, (char start, char end), (start token, end token)) of the best valid span in one window, or None."""
-
-    def top(values):
-        return sorted(range(len(values)), key=values.__getitem__, reverse=True)[:n_best]  # no Python-level key call
-
-    found = None
-    for s in top(start_logits):
-        if win.offsets[s] is None or not win.max_context[s]:
-            continue
-        for e in top(end_logits):
-            if win.offsets[e] is None or e < s or e - s + 1 > max_answer:
-                continue
-            score = start_logits[s] + end_logits[e]
-            if found is None or score > found[0]:
-                found = (score, (win.offsets[s][0], win.offsets[e][1]), (s, e))
-    return found
-
-
 def run(card, langs, ctx):
-    return finetune.run(card, langs, ctx, QA)
+    return dispatch.run(card, langs, ctx, QA)

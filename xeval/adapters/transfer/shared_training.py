@@ -22,7 +22,8 @@ from collections import OrderedDict
 import numpy as np
 from torch import nn
 
-from xeval.adapters.transfer.loop import Recipe, TrainReport
+from xeval.adapters.transfer.fine_tuning import TrainReport
+from xeval.adapters.transfer.recipe import Recipe
 
 _kept: OrderedDict[str, tuple[nn.Module, TrainReport, str]] = OrderedDict()  # key -> (model on CPU, report, task)
 

@@ -22,11 +22,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from xeval.adapters.transfer import zero_shot as finetune
-from xeval.adapters.transfer.loop import IGNORE_INDEX, batches, head_init, hidden_dropout
+from xeval.adapters.transfer import dispatch
+from xeval.adapters.transfer.backbone import head_init, hidden_dropout
+from xeval.adapters.transfer.base import Family
+from xeval.adapters.transfer.fine_tuning import IGNORE_INDEX, batches
 from xeval.base import console
 from xeval.base.errors import ConfigError
 from xeval.cards.compat import SEP_TOKEN_EXTRA
+from xeval.metrics import chunk_scores, token_accuracy
+from xeval.results.outcomes import example_id, tagging_outcomes
 
 
 class Tagger(nn.Module):
@@ -69,7 +73,7 @@ def word_windows(counts: list[int], budget: int) -> list[tuple[int, int]]:
     return windows
 
 
-class Tagging(finetune.Family):
+class Tagging(Family):
     suffix = "tsv"
 
     def __init__(self, card, ctx, recipe):
@@ -133,7 +137,9 @@ class Tagging(finetune.Family):
         budget = self.max_length - self.specials
         return [(i, s, e) for i, c in enumerate(counts) for s, e in word_windows(c, budget)]
 
-    def _encode(self, sentences: list[list[str]], spans: list[tuple[int, int, int]]):
+    def encode(self, sentences: list[list[str]], spans: list[tuple[int, int, int]]):
+        """The model inputs of the word windows ``spans`` (``windows``) and, per window, each token's word index in
+        the window (None for special tokens). Probe mode reads the frozen encoder through these too."""
         prepared, _ = self._words(sentences)
         words = [prepared[i][s:e] for i, s, e in spans]
         enc = self.tokenizer(words, is_split_into_words=True, truncation=True,
@@ -147,7 +153,7 @@ class Tagging(finetune.Family):
         return enc, word_ids
 
     @staticmethod
-    def _first_subwords(word_ids: list[int | None]) -> list[int]:
+    def first_subwords(word_ids: list[int | None]) -> list[int]:
         """Token positions of the first subword of each word, in word order."""
         firsts, previous = [], None
         for t, w in enumerate(word_ids):
@@ -161,14 +167,14 @@ class Tagging(finetune.Family):
     def features(self, examples: list) -> list[dict]:
         sentences = [ex.tokens for ex in examples]
         spans = self.windows(sentences)
-        enc, word_ids = self._encode(sentences, spans)
+        enc, word_ids = self.encode(sentences, spans)
         out = []
         for k, (i, s, _e) in enumerate(spans):
             tags = examples[i].tags
             if tags is None:
                 raise ConfigError(f"{examples[i].source}:{examples[i].line}: training sentence has no tags")
             labels = [IGNORE_INDEX] * len(word_ids[k])
-            for t in self._first_subwords(word_ids[k]):
+            for t in self.first_subwords(word_ids[k]):
                 tag = tags[s + word_ids[k][t]]
                 if tag not in self.index:  # XTREME fails here too (label_map[label]); never train around it
                     raise ConfigError(f"{examples[i].source}:{examples[i].line}: tag {tag!r} is not one of "
@@ -182,7 +188,7 @@ class Tagging(finetune.Family):
         model.eval()
         sentences = [ex.tokens for ex in examples]
         spans = self.windows(sentences)
-        enc, word_ids = self._encode(sentences, spans)
+        enc, word_ids = self.encode(sentences, spans)
         feats = [{"input_ids": enc["input_ids"][k], "attention_mask": enc["attention_mask"][k]}
                  for k in range(len(spans))]
         order = sorted(range(len(spans)), key=lambda k: len(feats[k]["input_ids"]))  # less padding
@@ -195,7 +201,7 @@ class Tagging(finetune.Family):
             logits = model(**{k: v.to(self.encoder.device) for k, v in batch.items()})[0]  # [B, T, C]
             best = logits.argmax(-1).cpu().tolist()
             for row, k in enumerate(idx):
-                predicted[k] = {word_ids[k][t]: self.labels[best[row][t]] for t in self._first_subwords(word_ids[k])}
+                predicted[k] = {word_ids[k][t]: self.labels[best[row][t]] for t in self.first_subwords(word_ids[k])}
         fallback = "O" if "O" in self.index else self.labels[0]  # a word that kept no subword at all (rare)
         out: list[list[str]] = [[] for _ in sentences]
         for k, (i, s, e) in enumerate(spans):  # spans are in sentence order, windows left to right
@@ -206,8 +212,6 @@ class Tagging(finetune.Family):
         return all(ex.tags is not None for ex in examples)
 
     def score(self, predictions, examples, lang) -> dict[str, float]:
-        from xeval.metrics import chunk_scores, token_accuracy
-
         gold = [ex.tags for ex in examples]
         if any(g is None for g in gold):
             raise ConfigError(f"task {self.card.name!r}: {lang} examples carry no gold tags; cannot score them")
@@ -218,8 +222,6 @@ class Tagging(finetune.Family):
         return metrics
 
     def outcomes(self, predictions, examples, lang):
-        from xeval.results.outcomes import example_id, tagging_outcomes
-
         return tagging_outcomes([example_id(ex) for ex in examples], [ex.tags for ex in examples],
                                 predictions)
 
@@ -240,4 +242,4 @@ class Tagging(finetune.Family):
 
 
 def run(card, langs, ctx):
-    return finetune.run(card, langs, ctx, Tagging)
+    return dispatch.run(card, langs, ctx, Tagging)

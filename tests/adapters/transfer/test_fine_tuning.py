@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from xeval.adapters.transfer.loop import MEGA_BATCH, Recipe, batches, length_grouped_order, trimmed
+from xeval.adapters.transfer.fine_tuning import MEGA_BATCH, batches, length_grouped_order, trimmed
+from xeval.adapters.transfer.recipe import Recipe
 
 
 def udpos_lengths(data_root) -> list[int]:
