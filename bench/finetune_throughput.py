@@ -54,9 +54,10 @@ def context(encoder, root: Path, recipe: dict):
     from xeval.adapters.context import RunContext
     from xeval.data.sources import DataRoot
     from xeval.results.store import Store
+    from xeval.run.options import task_options
 
     return RunContext(encoder=encoder, data=DataRoot.resolve(str(root)), store=Store(tempfile.mkdtemp()),
-                      options={"recipe": recipe})
+                      tasks=task_options(recipe))
 
 
 # ------------------------------------------------------------------------------------------------ the two loops

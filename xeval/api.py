@@ -64,7 +64,7 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         quirks, see ``xeval.cards.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
     """
     from xeval.models.encoder import Encoder
-    from xeval.run.runner import RunOptions, parse_seeds, resolve_device
+    from xeval.run.options import RunOptions, parse_seeds, resolve_device
     from xeval.run.runner import run as run_suite
 
     encoder = None
@@ -78,15 +78,13 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         raise UserError(f"expected a hub id, a model folder, a (model, tokenizer) pair or an Encoder, found a "
                         f"{type(model).__name__} (pass a model in memory together with its tokenizer)")
     recipe = dict(recipe or {})
-    if max_eval is not None:
-        recipe["max_eval"] = int(max_eval)
     opts = RunOptions(
         model=str(model) if encoder is None else encoder.spec, suite=suite, tasks=_names(tasks), langs=_names(langs),
         seeds=parse_seeds(seeds if isinstance(seeds, int | str) else ",".join(map(str, seeds))),
         data=None if data is None else str(data), out=None if store is None else str(Path(store)),
         overwrite=overwrite, device=resolve_device(device) if encoder is None else str(encoder.device),
         layers=_layers(layers), setting=setting, recipe=recipe,
-        options={"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}, control=control, mode=mode,
+        max_eval=None if max_eval is None else int(max_eval), control=control, mode=mode,
         compat=compat,
     )
     return records_frame(run_suite(opts, encoder=encoder))

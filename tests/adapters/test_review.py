@@ -23,7 +23,7 @@ def _sentence(tokens, tags=None):
 def _tagging(encoder, tmp_path, data_root, **recipe):
     card = load_suite("xtreme-mini").card("udpos")
     ctx = context(encoder, data_root, tmp_path, recipe=recipe)
-    fam = tagging.Tagging(card, ctx, Recipe.build(card.recipe, ctx.options["recipe"]))
+    fam = tagging.Tagging(card, ctx, Recipe.build(card.recipe, ctx.tasks.recipe))
     fam.setup([])
     return fam
 

@@ -52,12 +52,19 @@ def tiny_encoder(data_root: Path):
 FAST = {"max_train": 64, "max_dev": 16, "max_eval": 16, "epochs": 1, "batch_size": 16, "learning_rate": 1e-3}
 
 
-def context(encoder, data_root, out: Path, seeds=(1,), recipe=None, **options):
+def context(encoder, data_root, out: Path, seeds=(1,), recipe=None, max_eval=None, **settings):
+    """A RunContext as ``xeval run`` builds one: ``recipe`` over ``FAST`` typed like the command line's overrides
+    (``max_eval`` there is the fine-tuning recipe's; ``max_eval=`` limits the probes too); ``settings`` are
+    RunContext fields (setting, mode, compat, shots, export_dir, export_labels)."""
+    from dataclasses import replace
+
     from xeval.adapters.context import RunContext
     from xeval.data.sources import DataRoot
     from xeval.results.store import Store
+    from xeval.run.options import task_options
 
-    return RunContext(
-        encoder=encoder, data=DataRoot.resolve(str(data_root)), store=Store(out), seeds=list(seeds),
-        export_dir=options.pop("export_dir", None), options={"recipe": {**FAST, **(recipe or {})}, **options},
-    )
+    tasks = replace(task_options({**FAST, **(recipe or {})}), max_eval=max_eval)
+    if "shots" in settings:
+        settings["shots"] = tuple(settings["shots"])
+    return RunContext(encoder=encoder, data=DataRoot.resolve(str(data_root)), store=Store(out), seeds=list(seeds),
+                      tasks=tasks, **settings)

@@ -88,10 +88,11 @@ def test_control_parents_from_records():
 
 
 def _run(model, data_root, out, control=None, tasks=("tatoeba", "alignment"), langs=("de", "fr", "de-en")):
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     opts = RunOptions(model=str(model), suite="probes", tasks=list(tasks), langs=list(langs), data=str(data_root),
-                      out=str(out), device="cpu", layers="all", options={"max_eval": 40}, control=control)
+                      out=str(out), device="cpu", layers="all", max_eval=40, control=control)
     return run(opts, echo=lambda text: None)
 
 
@@ -168,14 +169,15 @@ def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
 @pytest.mark.slow
 def test_fine_tuning_control_is_cheap_to_run(tiny, data_root, tmp_path):
     """Fine-tuning tasks take the control too (the backbone copy is the random one); the model's numbers stay."""
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     recipe = {"max_train": 16, "max_dev": 8, "max_eval": 8, "epochs": 1, "batch_size": 8}
 
     def go(out, control=None):
         opts = RunOptions(model=tiny.spec, suite="xtreme-mini", tasks=["udpos"], langs=["en", "de"],
                           data=str(data_root), out=str(out), device="cpu", recipe=dict(recipe),
-                          options={"max_eval": 8}, control=control)
+                          max_eval=8, control=control)
         return run(opts, echo=lambda text: None)
 
     both = go(tmp_path / "with", "random-init")

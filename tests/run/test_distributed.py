@@ -21,7 +21,7 @@ from xeval.cards.catalog import load_suite
 from xeval.cards.types import task_type
 from xeval.cli import main
 from xeval.run import distributed
-from xeval.run.runner import select_cards
+from xeval.run.checks import select_cards
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = REPO / "tests" / "helpers" / "dist_worker.py"

@@ -40,8 +40,8 @@ def check_mode(mode: str | None) -> str:
 
 
 def mode_of(ctx) -> str:
-    """The compat mode of a run context (``ctx.options["compat"]``)."""
-    return check_mode((getattr(ctx, "options", None) or {}).get("compat"))
+    """The compat mode of a run context (``ctx.compat``)."""
+    return check_mode(getattr(ctx, "compat", None))
 
 
 # ------------------------------------------------------------------------------ QA: XTREME's answer text

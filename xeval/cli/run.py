@@ -90,26 +90,26 @@ def _split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def _shots(args) -> dict:
-    """``{"shots": [k, ...]}`` under --setting few-shot (where --shots is required), else nothing."""
+def _shots(args) -> list[int] | None:
+    """The counts of --shots under --setting few-shot (where --shots is required), else None."""
+    from xeval.adapters.transfer.few_shot import parse_shots
     from xeval.base.errors import UserError
 
     if args.setting != "few-shot":
         if args.shots:
             raise UserError("--shots: only with --setting few-shot")
-        return {}
+        return None
     if not args.shots:
         raise UserError("--setting few-shot: give --shots, e.g. --shots 10,100")
-    from xeval.adapters.transfer.few_shot import parse_shots
-
-    return {"shots": parse_shots(args.shots)}
+    return parse_shots(args.shots)
 
 
 def run(args) -> int:
     from xeval.base.errors import UserError
     from xeval.report.console_tables import format_tables
     from xeval.run.distributed import detect, parse_shard
-    from xeval.run.runner import RunOptions, RunSummary, parse_seeds
+    from xeval.run.options import RunOptions, parse_seeds
+    from xeval.run.runner import RunSummary
     from xeval.run.runner import run as run_suite
 
     if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
@@ -122,7 +122,7 @@ def run(args) -> int:
         for suffix in (".png", ".pdf"):
             check_output(args.plot + suffix, "--plot", folder=False)
     recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
-              if getattr(args, f"recipe_{name}") is not None}
+              if name != "max_eval" and getattr(args, f"recipe_{name}") is not None}
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
@@ -136,9 +136,7 @@ def run(args) -> int:
         model=models[0], suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
         seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
-        setting=args.setting, recipe=recipe,
-        options={**({"max_eval": recipe["max_eval"]} if "max_eval" in recipe else {}),
-                 **_shots(args)},
+        setting=args.setting, recipe=recipe, max_eval=args.recipe_max_eval, shots=_shots(args),
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,

@@ -10,9 +10,9 @@ old one (``xeval.results.store.Store``). What goes in:
   and selection splits): file hashes, format options, subsample sizes and seeds, the hub revision; not the data
   root's absolute path (moving a data folder changes no number);
 - ``card``: the task card's content hash;
-- ``options``: every run-wide option of ``RunContext.options`` except the recipe overrides (already resolved into
-  ``config``) and options that only say where files go; so a new run-wide option (the compat mode, say) is part
-  of the identity without anyone listing it here;
+- ``options``: the run-wide settings of ``RunContext.identity_options()`` (setting, mode, compat mode,
+  ``--max-eval``); the recipe overrides are already resolved into ``config``, and what only says where files go
+  (export folders, caches) or lists several units' choices at once (the shots) is left out;
 - ``encoder``: the encoder's number-deciding settings (``Encoder.settings()``: dtype, the sentence pooling a
   sentence-transformers folder asks for);
 - ``metric_version``: ``METRIC_VERSION`` below.
@@ -42,7 +42,7 @@ def _data(block: dict) -> dict:
 
 def config_hash(card, ctx, config: dict, data: list[dict]) -> str:
     """12 hex of the sha256 of the unit's specification (see the module docstring)."""
-    options = {k: v for k, v in (ctx.options or {}).items() if k not in NOT_DECIDING and v is not None}
+    options = ctx.identity_options()
     settings = getattr(ctx.encoder, "settings", None)
     spec = {
         "config": config,

@@ -12,7 +12,6 @@ model loads, with the closest valid names (difflib).
 from __future__ import annotations
 
 from dataclasses import fields
-from types import SimpleNamespace
 
 from xeval.base.console import log
 from xeval.base.errors import ConfigError, did_you_mean
@@ -49,7 +48,8 @@ def option_keys(type_name: str) -> set[str]:
 
 
 def check_overrides(chosen, overrides: dict) -> None:
-    """Every key is read by some selected task; every value is one its tasks accept (ConfigError otherwise)."""
+    """Every key is read by some selected task (ConfigError otherwise, naming the closest keys); a real option that
+    none of them reads is a warning. The values are typed and checked by ``xeval.run.options.task_options``."""
     by_type = {card.type for card, _ in chosen}
     known = {t: option_keys(t) for t in by_type}
     everything = set().union(*known.values()) if known else set()
@@ -68,20 +68,6 @@ def check_overrides(chosen, overrides: dict) -> None:
             continue
         raise ConfigError(f"--set {key}: unknown option{hint}; the selected tasks ({tasks}) read: "
                           f"{', '.join(sorted(everything))}")
-    _check_values(chosen, overrides)
-
-
-def _check_values(chosen, overrides: dict) -> None:
-    from xeval.adapters import get_adapter
-    from xeval.adapters.probes import base as probes
-    from xeval.adapters.transfer.recipe import Recipe
-
-    names = recipe_fields()
-    Recipe.build({k: v for k, v in overrides.items() if k.replace("-", "_") in names})
-    ctx = SimpleNamespace(options={"recipe": dict(overrides)})
-    for card, _ in chosen:
-        if not task_type(card.type).fine_tunes:
-            probes.probe_options(card, ctx, extra=getattr(get_adapter(card.type), "EXTRA_OPTIONS", None))
 
 
 def check_langs(suite, cards, langs: list[str] | None) -> None:
@@ -94,3 +80,66 @@ def check_langs(suite, cards, langs: list[str] | None) -> None:
         first = unknown[0]
         raise ConfigError(f"--langs {first}: no selected task of suite {suite.name!r} has this language"
                           f"{did_you_mean(first, have)}; they have {', '.join(sorted(have))}")
+
+
+def select_cards(suite, tasks: list[str] | None, langs: list[str] | None) -> list[tuple[object, list[str]]]:
+    """(card, languages) pairs the run covers, in suite order; unknown tasks are an error, languages a card does
+    not have are skipped for that card (and an error when no card has any of them)."""
+    cards = suite.cards
+    if tasks:
+        names = [c.name for c in cards]
+        unknown = [t for t in tasks if t not in names]
+        if unknown:
+            raise ConfigError(f"suite {suite.name!r} has no task {', '.join(unknown)}"
+                              f"{did_you_mean(unknown[0], names)}; it has {', '.join(names)}")
+        cards = [c for c in cards if c.name in tasks]
+    check_langs(suite, cards, langs)
+    chosen = []
+    for card in cards:
+        card_langs = [lang for lang in card.languages if langs is None or lang in langs]
+        if card_langs:
+            chosen.append((card, card_langs))
+    if not chosen:
+        raise ConfigError(f"no task of suite {suite.name!r} covers the languages {', '.join(langs or [])}")
+    return chosen
+
+
+def check_files(chosen, data, setting: str = "zero-shot") -> tuple[list, list[str], list[str]]:
+    """What a file layout can run: (card, languages) pairs whose files are there, notes on languages skipped because
+    their evaluation file is not in the folder (a partial XTREME download), and one error per missing training file
+    (naming it and the tasks it stops). The hub (and anything but a missing file) is left to the adapters."""
+    from xeval.base.errors import DataError
+    from xeval.data.sources import resolve
+
+    if data.layout == "hub":
+        return chosen, [], []
+
+    def missing(card, lang, split):
+        try:
+            resolve(card, lang, split, data)
+        except DataError as err:
+            if err.message.startswith("missing file"):
+                return err
+            raise
+        except ConfigError:
+            return None  # the card names no such split here: the adapter says so (or does without, e.g. dev)
+        return None
+
+    runnable, notes, lost_train = [], [], {}
+    for card, langs in chosen:
+        if card.train and setting in ("zero-shot", "few-shot"):
+            err = missing(card, card.train["lang"], card.train["split"])
+            if err is not None:
+                lost_train.setdefault(err.path, []).append(card.name)
+                continue
+        skipped = [lang for lang in langs if missing(card, lang, card.split_for(lang)) is not None]
+        kept = [lang for lang in langs if lang not in skipped]
+        if skipped:
+            notes.append(f"{card.name}: {len(skipped)} of {len(langs)} languages have no evaluation file in "
+                         f"{data.path}, not run: {', '.join(skipped)}")
+        if kept:
+            runnable.append((card, kept))
+    errors = [f"{path}: missing file: the training set of {', '.join(tasks)}; "
+              f"{'that task was' if len(tasks) == 1 else 'those tasks were'} not run"
+              for path, tasks in lost_train.items()]
+    return runnable, notes, errors

@@ -191,7 +191,8 @@ def _tasks_of(world: Path):
 def evaluate(out: Path, opts: Options, echo) -> list:
     """Probes over every layer, each beside the random-init control of the same architecture (``opts.control``:
     seconds), then the fine-tuning tasks; records stored in ``out/results``."""
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     sizes = {**eval_sizes(opts.minutes), **opts.eval}
     records = []
@@ -202,7 +203,7 @@ def evaluate(out: Path, opts: Options, echo) -> list:
                 continue
             run_opts = RunOptions(model=str(out / "model"), suite=SUITE, tasks=names, seeds=[1],
                                   data=str(out / "world"), out=str(out / "results"), layers=layers,
-                                  recipe=dict(sizes), options={"max_eval": sizes["max_eval"]},
+                                  recipe=dict(sizes), max_eval=sizes["max_eval"],
                                   control=opts.control if layers else None)  # fmt: skip
             echo(f"[{step}] {'probes (every layer)' if layers else 'fine-tuning on qaa, testing every language'}: "
                  f"{', '.join(names)}" + (f" (+ {opts.control} control)" if layers and opts.control else ""))  # fmt: skip

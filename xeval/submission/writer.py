@@ -86,10 +86,9 @@ def write_sidecar(path: str | Path, outcomes) -> Path | None:
 def run_hash(ctx) -> str:
     """12 hex naming a run's number-deciding run-wide inputs, the same for every language of the run."""
     from xeval.base.hashing import hash_json
-    from xeval.results.identity import HASH_LENGTH, METRIC_VERSION, NOT_DECIDING
+    from xeval.results.identity import HASH_LENGTH, METRIC_VERSION
 
-    options = {k: v for k, v in (ctx.options or {}).items() if (k == "recipe" or k not in NOT_DECIDING)
-               and v is not None}
+    options = {**ctx.identity_options(), "recipe": {**ctx.tasks.probe, **ctx.tasks.recipe}}
     settings = getattr(ctx.encoder, "settings", None)
     spec = {"options": options, "layers": ctx.layers, "encoder": settings() if callable(settings) else {},
             "metric_version": METRIC_VERSION}
@@ -99,7 +98,7 @@ def run_hash(ctx) -> str:
 def provenance_entry(ctx, unit) -> dict:
     """One exported file's manifest entry."""
     return {"model": unit.model, "run_hash": run_hash(ctx), "config_hash": unit.config_hash, "seed": unit.seed,
-            "layer": unit.layer, "mode": unit.mode, "compat": (ctx.options or {}).get("compat", "none")}
+            "layer": unit.layer, "mode": unit.mode, "compat": ctx.compat}
 
 
 def read_manifest(folder: str | Path) -> dict[str, dict] | None:

@@ -112,10 +112,11 @@ def test_alignment_probe_run(tiny_encoder, data_root, tmp_path):
     from xeval.cards.catalog import load_card
     from xeval.data.sources import DataRoot
     from xeval.results.store import Store
+    from xeval.run.options import task_options
 
     ctx = RunContext(encoder=tiny_encoder, data=DataRoot.resolve(str(data_root)), store=Store(tmp_path / "runs"),
                      layers=[0, 2], export_dir=tmp_path / "pred",
-                     options={"max_eval": 12, "recipe": {"methods": "ot-emd,argmax-inter"}})
+                     tasks=task_options({"methods": "ot-emd,argmax-inter"}, max_eval=12))
     recs = alignment.run(load_card("alignment"), ["ro-en"], ctx)
     assert [(r.unit.lang, r.unit.layer) for r in recs] == [("ro-en", 0), ("ro-en", 2)]
     rec = recs[0]

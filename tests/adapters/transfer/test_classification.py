@@ -21,7 +21,7 @@ def pair(a, b, label="neutral"):
 
 def family(encoder, card, tmp_path, data_root, **recipe):
     ctx = context(encoder, data_root, tmp_path, recipe=recipe)
-    fam = classification.PairClassification(card, ctx, Recipe.build(card.recipe, ctx.options["recipe"]))
+    fam = classification.PairClassification(card, ctx, Recipe.build(card.recipe, ctx.tasks.recipe))
     fam.setup([])
     return fam
 

@@ -20,6 +20,6 @@ from xeval.cards.catalog import load_card
     ({"mode": "probe", "setting": "few-shot"}, "--mode probe: only --setting zero-shot is implemented"),
 ])
 def test_an_unknown_mode_or_setting_is_a_config_error(options, message):
-    ctx = SimpleNamespace(options=options)  # nothing else is read before the check
+    ctx = SimpleNamespace(**{"mode": "finetune", "setting": "zero-shot", **options})  # read before anything else
     with pytest.raises(ConfigError, match=message):
         dispatch.run(load_card("udpos"), ["en"], ctx, Tagging)

@@ -9,12 +9,13 @@ from tests.helpers import transfer as helpers_transfer
 
 
 def _run(tmp_path, data_root, **kw):
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     recipe = {"max_train": 40, "max_dev": 10, "max_eval": 8}
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini",
                       tasks=["udpos", "xnli", "xquad"], langs=["en", "de"], out=str(tmp_path / "runs"),
-                      recipe=recipe, options={"max_eval": 8}, mode="probe", **kw)
+                      recipe=recipe, max_eval=8, mode="probe", **kw)
     return run(opts, echo=lambda *_: None)
 
 
@@ -49,13 +50,14 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
     assert sorted(r.metrics["f1" if "f1" in r.metrics else "accuracy"] for r in again) == \
         sorted(r.metrics["f1" if "f1" in r.metrics else "accuracy"] for r in records)
     # a changed fine-tuning recipe (learning rate, epochs, batch) is not the probe's: the store answers it too
-    from xeval.run.runner import RunOptions, RunSummary, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import RunSummary, run
 
     summary = RunSummary()
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini",
                       tasks=["udpos", "xnli", "xquad"], langs=["en", "de"], out=str(tmp_path / "runs"),
                       recipe={"max_train": 40, "max_dev": 10, "max_eval": 8, "learning_rate": 1e-3, "epochs": 7,
-                              "batch_size": 4}, options={"max_eval": 8}, mode="probe")
+                              "batch_size": 4}, max_eval=8, mode="probe")
     relabelled = run(opts, echo=lambda *_: None, summary=summary)
     assert summary.computed == 0 and summary.reused == len(records)
     assert all("learning_rate" not in r.config["recipe"] for r in relabelled)
@@ -66,7 +68,7 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
     monkeypatch.setattr(readouts, "hidden_rows", lambda *a, **k: pytest.fail("re-encoded a cached input"))
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["udpos", "xnli"],
                       langs=["en", "de"], out=str(tmp_path / "runs"),
-                      recipe={"max_train": 40, "max_dev": 10, "max_eval": 8}, options={"max_eval": 8}, mode="probe")
+                      recipe={"max_train": 40, "max_dev": 10, "max_eval": 8}, max_eval=8, mode="probe")
     rerun = run(opts, echo=lambda *_: None)
     old = {(r.unit.task, r.unit.lang, r.unit.layer): r.metrics for r in records if r.unit.task != "xquad"}
     assert {(r.unit.task, r.unit.lang, r.unit.layer): r.metrics for r in rerun} == old
@@ -75,11 +77,12 @@ def test_probe_mode_every_task_type_resumes_and_reuses_the_cache(tmp_path, data_
 @pytest.mark.slow
 def test_probe_mode_with_the_random_init_control(tmp_path, data_root):
     from xeval.report.console_tables import format_tables
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["xnli"],
                       langs=["en", "de"], out=str(tmp_path / "runs"), recipe={"max_train": 40, "max_eval": 8},
-                      options={"max_eval": 8}, mode="probe", control="random-init", layers="all",
+                      max_eval=8, mode="probe", control="random-init", layers="all",
                       export_predictions=str(tmp_path / "sub"))
     records = run(opts, echo=lambda *_: None)
     exported = (tmp_path / "sub" / "layer-1" / "xnli" / "test-de.tsv").read_text().splitlines()

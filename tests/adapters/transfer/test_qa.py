@@ -18,7 +18,7 @@ def suite():
 
 def family(encoder, card, tmp_path, data_root, **recipe):
     ctx = context(encoder, data_root, tmp_path, recipe=recipe)
-    return qa.QA(card, ctx, Recipe.build(qa.QA.defaults, card.recipe, ctx.options["recipe"]))
+    return qa.QA(card, ctx, Recipe.build(qa.QA.defaults, card.recipe, ctx.tasks.recipe))
 
 
 def xquad(data_root, lang, n):

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path, data_root, tasks, store, monkeypatch=None, calls=None, suite="xtreme-mini"):
-    from xeval.run.runner import RunOptions, run
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
 
     if calls is not None:
         from xeval.adapters.transfer import zero_shot

@@ -24,7 +24,7 @@ def sentence(tokens, tags=None):
 
 def family(encoder, card, tmp_path, data_root, **recipe):
     ctx = context(encoder, data_root, tmp_path, recipe=recipe)
-    fam = tagging.Tagging(card, ctx, Recipe.build(card.recipe, ctx.options["recipe"]))
+    fam = tagging.Tagging(card, ctx, Recipe.build(card.recipe, ctx.tasks.recipe))
     fam.setup([])
     return fam
 

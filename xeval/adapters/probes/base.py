@@ -41,7 +41,7 @@ from xeval.submission.writer import (
 
 PROBE_SEED = 0
 
-# Options a probe card's recipe (or ``ctx.options``) may set, with their defaults.
+# Options a probe card's recipe (or the run, ``ctx.tasks.probe``) may set, with their defaults.
 DEFAULTS = {
     "pooling": "mean",  # Tatoeba/BUCC: mean (XTREME) or cls
     "include_special": True,  # mean over all tokens incl. <s>/</s> as XTREME does, or word tokens only
@@ -103,31 +103,33 @@ def max_length(options: dict, encoder) -> int:
 
 
 def probe_options(card, ctx, extra: dict | None = None) -> dict:
-    """The card's recipe over the defaults, overridden by the command line: ``ctx.options["recipe"]`` (``xeval run
-    --set key=value``, ``--batch-size``, ``--max-length``) and then top-level ``ctx.options``. Strings from the
-    command line are converted to the default's type."""
+    """The card's recipe over the defaults (``DEFAULTS`` and the probe's ``extra``), overridden by the run's typed
+    probe options (``ctx.tasks.probe``: ``--set key=value``, ``--batch-size``, ``--eval-batch-size``, ``--max-length``),
+    with the run's encoding cache under ``"cache"``."""
     defaults = {**DEFAULTS, **(extra or {})}
-    recipe = dict(card.recipe or {})
-    out = {k: recipe.get(k, v) for k, v in defaults.items()}
-    given = ctx.options or {}
-    for source in (given.get("recipe") or {}, given):
-        if source.get("eval_batch_size") is not None:  # xeval run --eval-batch-size: sentences per forward pass
-            out["batch_size"] = source["eval_batch_size"]
-        out.update({k: v for k, v in source.items() if k in defaults and v is not None})
-    for key, default in defaults.items():
-        out[key] = _as_type(key, out[key], default, card.name)
-    # a sentence-transformers folder pools as its modules say unless the command line names a pooling
-    asked = any("pooling" in (source or {}) for source in (given.get("recipe"), given))
-    if getattr(getattr(ctx, "encoder", None), "sentence_pipeline", None) is not None and not asked:
-        out["pooling"] = "model"
-    if out["pooling"] not in {"mean", "cls", "model"}:
-        raise ConfigError(f"{card.name}: pooling must be 'mean', 'cls' or 'model' (a sentence-transformers "
-                          f"folder's own), found {out['pooling']!r}")
+    pipeline = getattr(getattr(ctx, "encoder", None), "sentence_pipeline", None)
+    out = resolve_options(card.recipe or {}, ctx.tasks.probe, defaults, where=card.name, sentence_pipeline=pipeline)
     out["cache"] = getattr(ctx, "cache", None)  # the run's encoding cache (None outside a run)
     return out
 
 
-def _as_type(key: str, value, default, task: str):
+def resolve_options(card_recipe: dict, given: dict, defaults: dict, where: str, sentence_pipeline=None) -> dict:
+    """The options a probe runs with: each default, else the card's value, else the run's ``given`` value, each of
+    its default's type; a sentence-transformers folder (``sentence_pipeline``) pools as its modules say unless the
+    run names a pooling. A value no probe accepts is a ConfigError naming ``where``."""
+    out = {k: card_recipe.get(k, v) for k, v in defaults.items()}
+    out.update({k: v for k, v in given.items() if k in defaults and v is not None})
+    for key, default in defaults.items():
+        out[key] = as_option_type(key, out[key], default, where)
+    if sentence_pipeline is not None and "pooling" not in given:
+        out["pooling"] = "model"
+    if out["pooling"] not in {"mean", "cls", "model"}:
+        raise ConfigError(f"{where}: pooling must be 'mean', 'cls' or 'model' (a sentence-transformers "
+                          f"folder's own), found {out['pooling']!r}")
+    return out
+
+
+def as_option_type(key: str, value, default, task: str):
     """Command-line strings to the type of the option's default (None defaults: max_length int, else str)."""
     kind = int if key == "max_length" else type(default)
     if not isinstance(value, str) or kind in (str, type(None)):
@@ -246,7 +248,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
         config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
     config = {**config, "default_layer": default_layer(card, ctx), "compat": mode_of(ctx)}
     folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
-    limit = (ctx.options or {}).get("max_eval")
+    limit = ctx.tasks.max_eval
     used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
     records = []
     for lang in langs:
@@ -305,7 +307,7 @@ def _keep_files(ctx, unit, res: LayerResult) -> None:
 def _export(ctx, unit, n_layers: int, folder: str) -> None:
     """Copy a unit's kept files into ``--export-predictions`` (with the sidecar) and ``--export-labels``, named
     after the split they hold (``xeval.submission.writer``)."""
-    labels = (ctx.options or {}).get("export_labels")
+    labels = ctx.export_labels
     if ctx.export_dir is None and not labels:
         return
     kept = _kept(ctx, unit)

@@ -75,7 +75,7 @@ def _read_heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[st
 def run(card, langs, ctx) -> list:
     options = probes.probe_options(card, ctx)
     config = engine_config(ctx.encoder)
-    limit = int((ctx.options or {}).get("max_eval") or (card.recipe or {}).get("max_pairs", 500))
+    limit = int(ctx.tasks.max_eval or (card.recipe or {}).get("max_pairs", 500))
     pairs = heldout_pairs(config, limit)
     layers = probes.probe_layers(card, ctx)
     probe_config = {

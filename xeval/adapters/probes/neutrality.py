@@ -64,7 +64,7 @@ def run(card, langs, ctx) -> list:
               "max_length": probes.max_length(options, ctx.encoder), "languages": classes,
               "langid": f"LogisticRegression on standardised vectors, {FOLDS}-fold GroupKFold by sentence",
               "cka": "linear CKA with English x 100 (Kornblith et al. 2019)"}
-    limit = (ctx.options or {}).get("max_eval")
+    limit = ctx.tasks.max_eval
     used = {**config, "max_eval": limit} if limit else config
     # one config hash per language; the language-ID record's covers every language's data (and the set, in config)
     data = {lang: probes.data_identity(card, lang, split, ctx) for lang in others}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xeval.adapters.transfer import few_shot, probe_mode, zero_shot
 from xeval.adapters.transfer.base import Family
-from xeval.adapters.transfer.recipe import RECIPE_FIELDS, Recipe, learning_rate_for
+from xeval.adapters.transfer.recipe import Recipe, learning_rate_for
 from xeval.base.errors import ConfigError
 from xeval.cards.compat import RECIPES as COMPAT_RECIPES
 from xeval.cards.compat import mode_of as compat_mode
@@ -16,19 +16,18 @@ SETTINGS = ("zero-shot", "translate-train", "few-shot")
 
 
 def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
-    mode = ctx.options.get("mode", "finetune")
-    setting = ctx.options.get("setting", "zero-shot")
+    mode, setting = ctx.mode, ctx.setting
     if mode == "probe":  # the encoder frozen, a linear head on its features
         if setting != "zero-shot":
             raise ConfigError(f"--mode probe: only --setting zero-shot is implemented (found {setting!r})")
         # a probe's numbers read only PROBE_RECIPE_FIELDS: no compat recipe, no learning rate by hidden size
         return probe_mode.run(card, langs, ctx, family_cls, Recipe.build(family_cls.defaults, card.recipe,
-                                                                         _overrides(ctx)))
+                                                                         ctx.tasks.recipe))
     if mode != "finetune":
         raise ConfigError(f"unknown mode {mode!r}; expected finetune or probe")
     if setting not in SETTINGS:
         raise ConfigError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")
-    overrides = _overrides(ctx)
+    overrides = ctx.tasks.recipe  # typed Recipe fields (xeval.run.options.task_options)
     # --compat xtreme sets the recipe fields of XTREME's quirks (selection at save_steps only), under the command line
     recipe = Recipe.build(family_cls.defaults, card.recipe, COMPAT_RECIPES[compat_mode(ctx)], overrides)
     recipe.learning_rate = learning_rate_for(recipe, ctx.encoder.hidden_size, overrides)  # recorded with the recipe
@@ -36,8 +35,3 @@ def run(card, langs: list[str], ctx, family_cls: type[Family]) -> list[Record]:
         return few_shot.run(card, langs, ctx, family_cls, recipe)
     return zero_shot.run(card, langs, ctx, family_cls, recipe, setting)
 
-
-def _overrides(ctx) -> dict:
-    """The command line's recipe overrides that are recipe fields (the others are probe options of the same run,
-    checked by xeval.run.checks before the model loaded)."""
-    return {k: v for k, v in (ctx.options.get("recipe") or {}).items() if k.replace("-", "_") in RECIPE_FIELDS}

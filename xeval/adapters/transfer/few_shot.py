@@ -95,7 +95,7 @@ def run(card, langs: list[str], ctx, family_cls, recipe) -> list[Record]:
         runs = ", ".join(t.name for t in TASK_TYPES.values() if t.few_shot)
         raise ConfigError(f"--setting few-shot: task {card.name!r} ({card.type}) is not supported; few-shot runs "
                           f"tagging and pair classification ({runs})")
-    shots = parse_shots(ctx.options.get("shots"))
+    shots = parse_shots(list(ctx.shots))
     targets, skipped = eligible(card, langs)
     if skipped:
         log.info(f"{card.name}: few-shot skips {', '.join(skipped)} (the training language, or scored on "

@@ -78,7 +78,7 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
         # one model per seed, the model's and its random-init control's
         shared_training.keep(key, model, report, trained_for or card.name, limit=2 * len(ctx.seeds))
         del model
-    if (ctx.export_dir or ctx.options.get("export_labels")) and not (joint and collectives.rank_world()[0]):
+    if (ctx.export_dir or ctx.export_labels) and not (joint and collectives.rank_world()[0]):
         _export(card, langs, units, family, recipe, ctx)
     return out
 
@@ -100,12 +100,12 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
                 write_text(Path(ctx.export_dir) / rel, source.read_text(encoding="utf-8"))
                 write_sidecar(Path(ctx.export_dir) / rel, ctx.store.outcomes_of(unit))
                 manifest.setdefault(Path(ctx.export_dir) / rel.parent, {})[rel.name] = provenance_entry(ctx, unit)
-        if ctx.options.get("export_labels"):
+        if ctx.export_labels:
             examples = load(card, lang, unit.split, ctx)
             if recipe.max_eval:
                 examples = examples[: recipe.max_eval]
             if not family.labelled(examples):
                 continue
-            write_text(Path(ctx.options["export_labels"]) / rel, family.format_gold(examples))
+            write_text(Path(ctx.export_labels) / rel, family.format_gold(examples))
     for folder, entries in manifest.items():
         record_exports(folder, entries)
