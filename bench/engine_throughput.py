@@ -213,7 +213,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    from xeval.engine.train import measure_peak
+    from xeval.engine.runlog import measure_peak
 
     peaks = [measure_peak(device, torch.float32), measure_peak(device, torch.bfloat16)]
     tokens, batches = make_batches(args.repeats * args.steps + 2, args.batch, args.seq, args.vocab)

@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from xeval.base.errors import ConfigError
-from xeval.engine.data import PairBatch
 from xeval.engine.model import XevalConfig, XevalModel
 from xeval.engine.objectives import PretrainModel, StepContext
 from xeval.engine.objectives.base import TokenInfo, mask_tokens
 from xeval.engine.objectives.contrast import find_links, units
 from xeval.engine.objectives.electra import rtd_labels, sample_softmax
 from xeval.engine.objectives.xlco import XLCO, KeyQueue
+from xeval.engine.streams import PairBatch
 
 TOKENS = TokenInfo(vocab_size=1000, pad=1, bos=0, eos=2, unk=3, mask=999, first_normal=4)
 

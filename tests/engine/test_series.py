@@ -68,7 +68,7 @@ def test_export_every_must_be_positive(tmp_path):
 def test_general_pool_is_the_default_corpus_and_joins_traditional_chinese(data_root):
     from tests.conftest import require_file
     from xeval.engine.config import DataConfig
-    from xeval.engine.data import discover
+    from xeval.engine.corpus import discover
 
     require_file(data_root, "parallel/general/en-zh-Hant.tsv.gz")
     assert DataConfig().parallel == ["general"]
@@ -79,7 +79,7 @@ def test_general_pool_is_the_default_corpus_and_joins_traditional_chinese(data_r
 
 def test_general_pool_reads_four_columns_and_logs_the_mix(data_root):
     from tests.conftest import require_file
-    from xeval.engine.data import load_corpora
+    from xeval.engine.corpus import load_corpora
 
     require_file(data_root, "parallel/general/en-af.tsv.gz")
     c = load_corpora(data_root, ["general"], ["fortunes"], languages=["af", "de"], max_lines=300,
@@ -158,7 +158,7 @@ def test_series_steps_control_is_step_zero_only_without_a_step_zero_checkpoint()
 def test_heldout_probe_reads_the_runs_own_heldout_pairs(tmp_path, data_root, minilm_dir, capsys):
     from xeval.adapters.probes.heldout import heldout_pairs
     from xeval.cli import main
-    from xeval.engine.data import is_heldout
+    from xeval.engine.corpus import is_heldout
     from xeval.results.store import Store
 
     root = make_data_root(tmp_path / "data", n_pairs=3000)

@@ -37,7 +37,8 @@ def tiny_config(world: Path, **changes):
 
 
 def test_synthetic_layout_reads_the_worlds_corpora(world):
-    from xeval.engine.data import CleanConfig, discover_synthetic, load_corpora
+    from xeval.engine.cleaning import CleanConfig
+    from xeval.engine.corpus import discover_synthetic, load_corpora
 
     pairs, mono = discover_synthetic(world)
     assert sorted(pairs) == ["qaa-qab", "qaa-qac"] and sorted(mono) == ["qaa", "qab", "qac"]
@@ -53,7 +54,7 @@ def test_synthetic_layout_reads_the_worlds_corpora(world):
 
 
 def test_layout_errors_are_config_errors(world, tmp_path):
-    from xeval.engine.data import load_corpora
+    from xeval.engine.corpus import load_corpora
     from xeval.engine.train import pretrain
 
     with pytest.raises(ConfigError, match="data.layout 'nope'"):

@@ -189,7 +189,7 @@ def test_two_process_gloo_ddp_matches_one_process(tmp_path, fake_root, tokenizer
 
 def test_time_budget_schedule_decays_to_zero_over_the_budget():
     from xeval.engine.config import TrainConfig
-    from xeval.engine.train import lr_at
+    from xeval.engine.setup import lr_at
 
     tc = TrainConfig(steps=1000, lr=1e-3, warmup=10, max_seconds=100.0)
     assert lr_at(0, tc, 0.0) == pytest.approx(1e-4)  # warm-up ramp in steps

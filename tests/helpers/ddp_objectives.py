@@ -34,7 +34,7 @@ def vocabulary() -> list[str]:
 
 
 def batches(step: int):
-    from xeval.engine.data import PairBatch
+    from xeval.engine.streams import PairBatch
 
     pieces = vocabulary()
     index = {p: i for i, p in enumerate(pieces)}

@@ -1,4 +1,4 @@
-"""xeval's pre-training engine: model, objectives, data, tokenizer, trainer.
+"""xeval's pre-training engine: model, objectives, corpora and streams, tokenizer, trainer.
 
 Importing this package registers the encoder with ``transformers`` so that ``AutoConfig`` / ``AutoModel``
 load engine checkpoints (``config.json`` with ``"model_type": "xeval"`` + ``model.safetensors``) without

@@ -23,6 +23,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 
 from xeval.base.atomic import write_json, write_text
 from xeval.base.errors import DataError, UserError
+from xeval.base.safe_files import check_safetensors
 from xeval.base.textfile import read_json
 
 
@@ -123,8 +124,6 @@ def read_state_json(path: Path) -> dict:
 
 def load_state(path: Path, model, optimizer) -> dict:
     """Restore model, optimizer and torch RNG from ``path``; returns state.json's content."""
-    from xeval.base.safe_files import check_safetensors
-
     for name in ("model.safetensors", "optimizer.safetensors", "rng.safetensors"):
         if not (path / name).is_file():
             raise DataError(path / name, None, "expected a file of the training state, found none")

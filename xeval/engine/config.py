@@ -1,5 +1,5 @@
-"""Pre-training configs: a preset (``xeval/engine/presets/<name>.yaml``) on top of a size
-(``xeval/engine/presets/sizes.yaml``).
+"""Pre-training configs: a preset (``tasks/pretrain/<name>.yaml``) on top of a size
+(``tasks/pretrain/sizes.yaml``), both read through ``xeval.base.shipped.tasks_root()``.
 
 Resolution, later wins: ``sizes.yaml[size]`` -> the preset's top-level sections -> the preset's ``sizes[size]``
 section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigError`` naming the file.
@@ -270,3 +270,16 @@ def parse_override(item: str) -> dict:
         node = node.setdefault(p, {})
     node[parts[-1]] = yaml.safe_load(value)
     return out
+
+
+def config_diff(before: dict, after: dict, prefix: str = "") -> str:
+    """``train.lr 0.0005 -> 0.001; tokenizer.vocab_size 2000 -> 4000``: what differs between two config dicts."""
+    parts = []
+    for key in sorted(set(before) | set(after), key=str):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            inner = config_diff(a, b, f"{prefix}{key}.")
+            parts += [inner] if inner else []
+        elif a != b:
+            parts.append(f"{prefix}{key} {a!r} -> {b!r}")
+    return "; ".join(parts)

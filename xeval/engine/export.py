@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from xeval.base.errors import UserError
-from xeval.engine.model import XevalModel
+from xeval.engine.model import XevalConfig, XevalModel
 
 
 def bert_blockers(c) -> list[str]:
@@ -94,8 +94,6 @@ def export_bert(checkpoint: str | Path, out: str | Path) -> Path:
     if out.exists():
         raise UserError(f"{out}: exists already; choose a new output folder")
     from transformers.utils import logging as hf_logging
-
-    from xeval.engine.model import XevalConfig
 
     blockers = bert_blockers(XevalConfig.from_pretrained(src))  # before any weight is read
     if blockers:

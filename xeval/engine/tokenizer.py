@@ -16,12 +16,17 @@ the tokenizer is deterministic.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from xeval.base.atomic import write_json
+from xeval.base.atomic import atomic_path, write_json
+from xeval.base.errors import ConfigError
+from xeval.data.corpora import iter_monolingual
+from xeval.engine.config import MIN_VOCAB
+from xeval.engine.corpus import Corpora, balanced_sample, is_heldout, load_corpora
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
 SPECIALS = [BOS, PAD, EOS, UNK]
@@ -91,8 +96,6 @@ def save_tokenizer(tok: Tokenizer, out: str | Path, model_max_length: int = 512)
     """Write the files AutoTokenizer needs (atomically, one file at a time)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from xeval.base.atomic import atomic_path
-
     with atomic_path(out / "tokenizer.json") as tmp:
         tok.save(str(tmp))
     specials = {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK, "sep_token": EOS, "pad_token": PAD,
@@ -135,12 +138,6 @@ def build_tokenizer(corpus: list[str], out: str | Path, vocab_size: int = 16000,
     """Train on a language-balanced sample (p_j ∝ m_j^alpha) of ``corpus`` (shared-data roots and/or text files
     named by language), save to ``out``, and return {lang: coverage on held-out lines} (also written to
     ``out/coverage.json``). Held-out lines (a fixed 1 % by hash) never enter the training sample."""
-    import time
-
-    from xeval.base.errors import ConfigError
-    from xeval.engine.config import MIN_VOCAB
-    from xeval.engine.data import Corpora, balanced_sample, is_heldout, load_corpora, read_monolingual
-
     if vocab_size < MIN_VOCAB:  # before reading any corpus
         raise ConfigError(f"--vocab-size: expected at least {MIN_VOCAB} (4 specials, 256 byte pieces, <mask> and 100 "
                           f"learned pieces), found {vocab_size}")
@@ -163,7 +160,7 @@ def build_tokenizer(corpus: list[str], out: str | Path, vocab_size: int = 16000,
             lang = path.name.split(".")[0]
             if languages and lang not in languages:
                 continue
-            rows = [line.strip() for line in read_monolingual(path) if line.strip()]
+            rows = [line.strip() for line in iter_monolingual(path) if line.strip()]
             train.mono.setdefault(lang, []).extend(r for r in rows if not is_heldout(r))
             held.setdefault(lang, []).extend(r for r in rows if is_heldout(r))
         else:

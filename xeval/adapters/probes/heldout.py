@@ -1,6 +1,6 @@
 """In-domain retrieval on the engine's own held-out pairs: the signal that works at tiny scale.
 
-The engine sets aside a fixed ~1 % of every corpus's cleaned lines (by a hash of the text, ``xeval.engine.data.
+The engine sets aside a fixed ~1 % of every corpus's cleaned lines (by a hash of the text, ``xeval.engine.corpus.
 is_heldout``) and never trains on them. For a model xeval trained (its folder has the engine's
 ``xeval_pretrain.json``, as every engine checkpoint and every step of a series has), this probe reads those pairs
 again with the run's own data settings (corpora, cleaning, languages) and scores them as Tatoeba: mean-pooled
@@ -53,9 +53,9 @@ def heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str
 
 def _read_heldout_pairs(config: dict, max_pairs: int) -> dict[str, list[tuple[str, str]]]:
     # imported here: the engine's data and training modules pull torch, which the probes do not need to load
+    from xeval.engine.cleaning import CleanConfig
     from xeval.engine.config import PretrainConfig
-    from xeval.engine.data import CleanConfig, load_corpora
-    from xeval.engine.train import data_root
+    from xeval.engine.corpus import data_root, load_corpora
 
     cfg = PretrainConfig.from_dict(config, "xeval_pretrain.json")
     dc = cfg.data

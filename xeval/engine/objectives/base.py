@@ -20,6 +20,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from xeval.base.errors import ConfigError
+from xeval.engine.streams import pad
 
 
 @dataclass(frozen=True)
@@ -141,16 +142,12 @@ def mono_inputs(batch) -> tuple[torch.Tensor, torch.Tensor]:
 
 def concat_pairs(batch, tokens: TokenInfo) -> tuple[torch.Tensor, torch.Tensor]:
     """``<s> A </s></s> B </s>`` per pair (XLM-R's pair template), right-padded: ids, attention mask (B, T)."""
-    from xeval.engine.data import pad
-
     rows = [[tokens.bos, *a, tokens.eos, tokens.eos, *b, tokens.eos] for a, b in zip(batch.src, batch.tgt)]
     return pad(rows, tokens.pad)
 
 
 def single_side(rows, tokens: TokenInfo) -> tuple[torch.Tensor, torch.Tensor]:
     """``<s> A </s>`` per row, right-padded: ids, attention mask (B, T)."""
-    from xeval.engine.data import pad
-
     return pad([[tokens.bos, *r, tokens.eos] for r in rows], tokens.pad)
 
 

@@ -1,0 +1,74 @@
+"""What a pre-training run tells: its log lines (stdout and ``<out>/train.log``), its records (``<out>/log.jsonl``),
+the progress bar, the run card (``<out>/xeval_pretrain.json``), and the matmul peak its utilisation is measured
+against."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from xeval.base.atomic import write_json
+
+
+class Logger:
+    """Lines to ``echo`` (stdout by default; rank 0 only) and to ``<out>/train.log``; records to ``<out>/log.jsonl``.
+    While a progress bar is shown, lines are printed above it."""
+
+    def __init__(self, out: Path, rank: int, echo=None):
+        self.out, self.rank, self.bar = out, rank, None
+        self.echo = echo or (lambda text: print(text, flush=True))
+
+    def line(self, text: str, echo: bool = True) -> None:
+        if self.rank:
+            return
+        if echo and self.bar is not None:
+            with self.bar.external_write_mode():
+                self.echo(text)
+        elif echo:
+            self.echo(text)
+        with open(self.out / "train.log", "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+    def record(self, rec: dict) -> None:
+        if self.rank:
+            return
+        with open(self.out / "log.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+
+
+def progress_bar(tc, start: int, elapsed0: float, rank: int):
+    """A terminal progress bar: steps, or seconds of the budget under ``max_seconds``."""
+    if rank != 0 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    if tc.max_seconds is not None:
+        total = max(1, round(tc.max_seconds))
+        return tqdm(total=total, initial=min(total, int(elapsed0)), unit="s", dynamic_ncols=True)
+    return tqdm(total=tc.steps, initial=start, unit="step", dynamic_ncols=True)
+
+
+def measure_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, reps: int = 5) -> float:
+    """Matmul FLOP/s of an n x n x n product on this device, dtype and thread count (best of ``reps``)."""
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    best = math.inf
+    for _ in range(reps + 2):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        (a @ b).sum().item()
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+def write_card(out: Path, cfg, last: dict | None = None) -> None:
+    """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers)."""
+    where = "the shared data" if cfg.data.layout == "shared" else f"the {cfg.data.layout} corpora"
+    write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {},
+               "note": f"trained by xeval's engine on parallel/ and monolingual/ of {where} only"})  # fmt: skip
