@@ -107,7 +107,9 @@ def _shots(args) -> list[int] | None:
 def run(args) -> int:
     from xeval.base.errors import UserError
     from xeval.report.console_tables import format_tables
+    from xeval.report.sweep_summary import sweep_figure, sweep_lines
     from xeval.run.distributed import detect, parse_shard
+    from xeval.run.model_series import expand_models
     from xeval.run.options import RunOptions, parse_seeds
     from xeval.run.runner import RunSummary
     from xeval.run.runner import run as run_suite
@@ -153,7 +155,10 @@ def run(args) -> int:
     if not worker.leader:
         return 2 if problems else 0  # rank 0 prints the tables of the whole run
     print()
-    _layer_sweep_summary(records, args.plot)
+    for line in sweep_lines(records):
+        print(line)
+    if args.plot:
+        print(sweep_figure(records, args.plot))
     print(summary.line())
     if worker.shards > 1:
         print(f"shard {worker.shard}/{worker.shards}: the tables above hold this shard's units; once every shard is "
@@ -163,87 +168,5 @@ def run(args) -> int:
     return 2 if problems else 0
 
 
-GLOB_CHARS = set("*?[")
 
 
-def expand_models(spec: str) -> list[str]:
-    """``--model``: one model, or the checkpoints of a series -- a glob (``ckpt/steps/*``) or a folder without a
-    ``config.json`` of its own whose subfolders have one (an engine run's ``steps/``) -- sorted by name (the
-    series' ``step-NNNNNNN`` names sort by step). A glob or folder that names no checkpoint is one line, exit 2."""
-    import glob
-
-    from xeval.base.errors import UserError
-
-    if GLOB_CHARS & set(spec):
-        hits = sorted(p for p in glob.glob(spec) if (Path(p) / "config.json").is_file())
-        if not hits:
-            raise UserError(f"--model {spec}: the pattern matches no checkpoint folder (one with a config.json)")
-        return hits
-    folder = Path(spec)
-    if folder.is_dir() and not (folder / "config.json").is_file():
-        hits = sorted(str(p) for p in folder.iterdir()
-                      if not p.name.startswith(".") and (p / "config.json").is_file())  # not a write under way
-        if hits:
-            return hits
-    return [spec]
-
-
-def _layer_sweep_summary(records, plot_stem: str | None) -> None:
-    """Probes over several layers: the layer each probe is reported at (chosen on the selection split, never on the
-    reported one) with the reported score there, and the figure under --plot."""
-    from xeval.results.controls import LABELS, control_parents
-    from xeval.results.layers import choose_layers, layer_curves
-
-    _probe_mode_summary(records)
-    records = [r for r in records if r.unit.mode != "probe"]  # probe mode picks its layer on English dev (above)
-    chosen = {k: v for k, v in choose_layers(records).items() if len({r.unit.layer for r in records
-                                                                        if (r.unit.model, r.unit.task) == k
-                                                                        and r.unit.layer is not None}) > 1}
-    curves = [c for c in layer_curves(records) if len(c.scores) > 1]
-    parents = control_parents(records)
-
-    def phrase(choice, curve) -> str:
-        text = f"layer {choice.layer} ({choice.describe()}"
-        if choice.selection_score is not None:
-            text += f": {curve.metric if curve else 'score'} {choice.selection_score:.1f} there"
-        text += ")"
-        if curve is not None and choice.layer in curve.scores:
-            text += (f"; {curve.split} {curve.metric} {curve.scores[choice.layer]:.1f}, mean over "
-                     f"{len(curve.languages)} languages")
-        elif curve is None:
-            text += "; the reported split is label-free (predictions exported)"
-        return text
-
-    for (model, task), (choice, curve) in chosen.items():
-        if model in parents:
-            continue
-        line = f"{task}: {phrase(choice, curve)}"
-        for (other, other_task), (c2, curve2) in chosen.items():
-            if other_task == task and parents.get(other, (None,))[0] == model:
-                line += f"; {LABELS[parents[other][1]]}: {phrase(c2, curve2)}"
-        print(line)
-    if plot_stem:
-        if not curves:
-            print("--plot: no probe was run over several layers; no figure written")
-            return
-        from xeval.report import plots
-        from xeval.report.tables import base as tables
-
-        paths = plots.plot(tables.Results(records), "layers", plot_stem)
-        print("layer-sweep figure: " + ", ".join(map(str, paths)))
-
-
-def _probe_mode_summary(records) -> None:
-    """--mode probe: per task, the layer chosen on the selection set and every layer's selection score."""
-    from collections import defaultdict
-
-    from xeval.results.layers import chosen_layers
-
-    scores: dict = defaultdict(dict)
-    for r in records:
-        sel = (r.extra or {}).get("probe_selection")
-        if r.unit.mode == "probe" and sel:
-            scores[(r.unit.model, r.unit.task, r.unit.setting)][r.unit.layer] = sel["score"]
-    for key, (layer, _score, on) in chosen_layers(records).items():
-        by_layer = " ".join(f"L{k} {v:.1f}" for k, v in sorted(scores[key].items()))
-        print(f"probe layer of {key[1]} ({key[0]}): {layer}, chosen on {on} ({by_layer})")
