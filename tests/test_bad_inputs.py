@@ -532,10 +532,10 @@ def test_task_names_are_not_paths(world, tmp_path, capfd):
     (tmp_path / "tasks" / "suites" / "t.yaml").write_text("name: t\ntasks:\n  - ../tasks/tiny\n")
     error = one_error(capfd, ["data", "check", "--data", str(tmp_path / "data"), "--suite", "t"])
     assert f"{tmp_path / 'tasks' / 'suites' / 't.yaml'}: task name '../tasks/tiny'" in error, error
-    from xeval.results.store import _slug
+    from xeval.results.store import slug
 
     for text in ("..", ".", "../x", "a/../../b", "../.."):
-        assert "/" not in _slug(text) and _slug(text) not in {".", ".."}, text
+        assert "/" not in slug(text) and slug(text) not in {".", ".."}, text
 
 
 def test_markdown_output_escapes_html_and_links_in_names(tmp_path, capfd):

@@ -46,6 +46,7 @@ from xeval.base.console import log
 from xeval.base.errors import DataError
 from xeval.base.textfile import read_json
 from xeval.results import provenance
+from xeval.results.outcomes import outcomes_path, read_outcomes, write_outcomes
 
 SCHEMA = "xeval.result/1"
 PROBE_MODE = "probe"  # Unit.mode of the fine-tuning tasks run with the encoder frozen (xeval.adapters.transfer.probe_mode)
@@ -66,12 +67,12 @@ class Unit:
     def stem(self) -> str:
         """The file name without the config hash: the same for every config of this unit."""
         layer = "" if self.layer is None else f".L{self.layer}"
-        setting = "" if self.setting == "zero-shot" else f".{_slug(self.setting)}"
-        mode = "" if self.mode == "finetune" else f".{_slug(self.mode)}"
-        return f"{_slug(self.lang)}.{_slug(self.split)}.s{self.seed}{layer}{setting}{mode}"
+        setting = "" if self.setting == "zero-shot" else f".{slug(self.setting)}"
+        mode = "" if self.mode == "finetune" else f".{slug(self.mode)}"
+        return f"{slug(self.lang)}.{slug(self.split)}.s{self.seed}{layer}{setting}{mode}"
 
     def filename(self) -> str:
-        config = "" if self.config_hash is None else f"~{_slug(self.config_hash)}"
+        config = "" if self.config_hash is None else f"~{slug(self.config_hash)}"
         return f"{self.stem()}{config}.json"
 
     def cell(self) -> tuple:
@@ -100,8 +101,6 @@ class Record:
 
     def outcomes(self):
         """Its per-example outcomes (``xeval.results.outcomes``), or None: never stored, or a record not read from a file."""
-        from xeval.results.outcomes import read_outcomes
-
         return read_outcomes(self.source) if self.source is not None else None
 
     @classmethod
@@ -135,7 +134,6 @@ _UNIT_TYPES = {"model": str, "task": str, "lang": str, "split": str, "seed": int
 def _check_shape(obj: dict, path, text: str = "") -> None:
     """Types of the fields a record is keyed and scored by, so a wrong one is named here (with its line in
     ``text``, the raw file), not met as a traceback in a report."""
-
     def fail(key: str, message: str):
         at = text.find(f'"{key}":')
         raise DataError(path, text.count("\n", 0, at) + 1 if at >= 0 else None, message)
@@ -159,7 +157,7 @@ def _check_shape(obj: dict, path, text: str = "") -> None:
 _MAX_NAME = 120  # characters of a slug; file systems hold 255 bytes a name, and the store adds suffixes
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     """A file-name-safe form of ``text``; a long one keeps its start and gets a hash of the whole (names stay
     distinct and within what the file system holds)."""
     slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_") or "_"
@@ -180,7 +178,6 @@ def stamp(duration_s: float | None = None) -> dict:
 
 class Store:
     """Result records under one folder (``--out``, default ``runs/``)."""
-
     def __init__(self, root: str | Path = "runs", overwrite: bool = False):
         self.root = Path(root)
         self.overwrite = overwrite
@@ -190,7 +187,7 @@ class Store:
         self.recomputed: dict[str, int] = {}
 
     def path(self, unit: Unit) -> Path:
-        return self.root / _slug(unit.model) / _slug(unit.task) / unit.filename()
+        return self.root / slug(unit.model) / slug(unit.task) / unit.filename()
 
     def has(self, unit: Unit) -> bool:
         """True when the unit is stored under the same config and should be skipped (always False under
@@ -222,8 +219,6 @@ class Store:
 
     def put(self, record: Record, outcomes=None) -> Path:
         """Write the record (and its per-example outcomes first, so a stored record never lacks the ones it had)."""
-        from xeval.results.outcomes import outcomes_path, write_outcomes
-
         path = self.path(record.unit)
         if outcomes is not None:
             write_outcomes(path, outcomes)
@@ -236,8 +231,6 @@ class Store:
 
     def outcomes_of(self, unit: Unit):
         """The per-example outcomes stored with ``unit`` (``xeval.results.outcomes``), or None."""
-        from xeval.results.outcomes import read_outcomes
-
         return read_outcomes(self.path(unit))
 
     def records(self, **where) -> Iterator[Record]:

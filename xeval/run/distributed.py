@@ -37,6 +37,7 @@ from pathlib import Path
 
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_json
+from xeval.results.store import slug
 
 FINE_TUNE_COST = 50  # a fine-tune costs about this many probe languages (a rough, fixed weight: see assign)
 TIMEOUT = timedelta(hours=48)  # rank 0 waits at the barrier while the slowest rank still fine-tunes
@@ -45,7 +46,6 @@ TIMEOUT = timedelta(hours=48)  # rank 0 waits at the barrier while the slowest r
 @dataclass(frozen=True)
 class Worker:
     """Where this process stands among the run's workers."""
-
     rank: int = 0  # torch.distributed rank (0 without torchrun)
     world: int = 1
     local_rank: int = 0
@@ -112,7 +112,6 @@ def detect(shard: tuple[int, int] | None = None, env=None) -> Worker:
 @dataclass(frozen=True)
 class WorkItem:
     """What one worker computes in one go: a model's task on a language group for some seeds."""
-
     model: str  # the encoder's key (the model or its control)
     card: object  # xeval.cards.catalog.Card
     langs: tuple[str, ...]
@@ -127,10 +126,9 @@ class WorkItem:
         """A file-name-safe, stable name (lock files, logs)."""
         langs = self.langs[0] if len(self.langs) == 1 else f"{len(self.langs)}langs-{hash_json(self.langs)[:8]}"
         seeds = "-".join(map(str, self.seeds)) if self.fine_tuning else "probe"
-        from xeval.results.store import _slug
 
         model = self.model.replace("/", "_").replace("@", "-")
-        return _slug(f"{model}.{self.card.name}.{langs}.s{seeds}")  # a long model name is shortened with a hash
+        return slug(f"{model}.{self.card.name}.{langs}.s{seeds}")  # a long model name is shortened with a hash
 
 
 def work_items(chosen, seeds: list[int], setting: str, models: list[str], fine_tuning,

@@ -25,7 +25,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from xeval.base.atomic import write_json, write_text
 from xeval.base.errors import DataError, UserError
+from xeval.base.hashing import hash_json
+from xeval.base.textfile import read_json
+from xeval.results.identity import HASH_LENGTH, METRIC_VERSION
+from xeval.results.store import slug
 
 MANIFEST = "xeval-manifest.json"
 _MANIFEST_SCHEMA = "xeval.export-manifest/1"
@@ -39,9 +44,7 @@ _CORRECT = ("exact_match", "accuracy", "accuracy_en_xx")
 
 def export_name(split: str, lang: str, suffix: str) -> str:
     """``test-de.tsv`` for the test split, ``dev-de.tsv`` for dev (XTREME's layout names test files only)."""
-    from xeval.results.store import _slug
-
-    return f"{_slug(split)}-{_slug(lang)}.{suffix}"
+    return f"{slug(split)}-{slug(lang)}.{suffix}"
 
 
 def renamed_for_split(name: str, split: str) -> str:
@@ -73,8 +76,6 @@ def _correct(outcomes) -> list[bool] | None:
 
 def write_sidecar(path: str | Path, outcomes) -> Path | None:
     """``<path without suffix>.jsonl`` beside an exported prediction file."""
-    from xeval.base.atomic import write_text
-
     text = sidecar_text(outcomes)
     if text is None:
         return None
@@ -85,9 +86,6 @@ def write_sidecar(path: str | Path, outcomes) -> Path | None:
 
 def run_hash(ctx) -> str:
     """12 hex naming a run's number-deciding run-wide inputs, the same for every language of the run."""
-    from xeval.base.hashing import hash_json
-    from xeval.results.identity import HASH_LENGTH, METRIC_VERSION
-
     options = {**ctx.identity_options(), "recipe": {**ctx.tasks.probe, **ctx.tasks.recipe}}
     settings = getattr(ctx.encoder, "settings", None)
     spec = {"options": options, "layers": ctx.layers, "encoder": settings() if callable(settings) else {},
@@ -103,8 +101,6 @@ def provenance_entry(ctx, unit) -> dict:
 
 def read_manifest(folder: str | Path) -> dict[str, dict] | None:
     """``{file name: entry}`` of a task folder's manifest, None where the folder has none."""
-    from xeval.base.textfile import read_json
-
     path = Path(folder) / MANIFEST
     if not path.is_file():
         return None
@@ -117,8 +113,6 @@ def read_manifest(folder: str | Path) -> dict[str, dict] | None:
 
 def record_exports(folder: str | Path, entries: dict[str, dict]) -> None:
     """Merge ``{file name: entry}`` into the task folder's manifest (written atomically)."""
-    from xeval.base.atomic import write_json
-
     if not entries:
         return
     # the bytes as exported (files are written before they are recorded): check_manifest compares them

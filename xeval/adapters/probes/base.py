@@ -29,7 +29,7 @@ from xeval.data import sources
 from xeval.models.encoding_cache import EncodingCache
 from xeval.results.identity import config_hash
 from xeval.results.layers import SELECTION_SPLIT, choose_layers
-from xeval.results.store import Record, Unit, _slug, stamp
+from xeval.results.store import Record, Unit, slug, stamp
 from xeval.submission.writer import (
     MANIFEST,
     provenance_entry,
@@ -247,7 +247,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     if config.get("pooling") == "model":  # what "model" pooling is for this folder (recorded, and in the hash)
         config = {**config, "sentence_pooling": ctx.encoder.sentence_pipeline.describe()}
     config = {**config, "default_layer": default_layer(card, ctx), "compat": mode_of(ctx)}
-    folder = _slug(SUBMISSION_FOLDER.get(card.name, card.name))
+    folder = slug(SUBMISSION_FOLDER.get(card.name, card.name))
     limit = ctx.tasks.max_eval
     used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
     records = []
@@ -301,7 +301,7 @@ def _kept(ctx, unit) -> Path:
 def _keep_files(ctx, unit, res: LayerResult) -> None:
     for folder, files in ((_kept(ctx, unit), res.files), (_kept(ctx, unit) / "gold", res.gold_files)):
         for name, text in files.items():
-            write_text(folder / _slug(name), text)
+            write_text(folder / slug(name), text)
 
 
 def _export(ctx, unit, n_layers: int, folder: str) -> None:

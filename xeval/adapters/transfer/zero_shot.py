@@ -31,7 +31,7 @@ from xeval.adapters.transfer.recipe import Recipe
 from xeval.base import collectives
 from xeval.base.atomic import write_text
 from xeval.base.console import log
-from xeval.results.store import Record, _slug
+from xeval.results.store import Record, slug
 from xeval.submission.writer import export_name, provenance_entry, record_exports, write_sidecar
 
 
@@ -92,7 +92,7 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
     manifest: dict[Path, dict[str, dict]] = {}  # task folder -> {file name: provenance}
     for lang in langs:
         unit = units[lang]
-        rel = Path(f"s{unit.seed}" if several else "") / _slug(card.name) / export_name(unit.split, lang,
+        rel = Path(f"s{unit.seed}" if several else "") / slug(card.name) / export_name(unit.split, lang,
                                                                                        family.suffix)
         if ctx.export_dir:
             source = prediction_path(ctx, unit, family.suffix)
