@@ -229,9 +229,9 @@ def _layer_sweep_summary(records, plot_stem: str | None) -> None:
             print("--plot: no probe was run over several layers; no figure written")
             return
         from xeval.report import plots
-        from xeval.report.tables import base as tables
+        from xeval.report.tables.base import Results
 
-        paths = plots.plot(tables.Results(records), "layers", plot_stem)
+        paths = plots.plot(Results(records), "layers", plot_stem)
         print("layer-sweep figure: " + ", ".join(map(str, paths)))
 
 
