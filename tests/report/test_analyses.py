@@ -7,7 +7,8 @@ from tests.helpers.report_records import rec, write_run
 from xeval.cli import main
 from xeval.data.typology import base_language, flores_code, language_for_flores, typology
 from xeval.report import plots
-from xeval.report.tables import base as tables
+from xeval.report.build import build
+from xeval.report.tables.base import Results
 from xeval.report.tables.correlation import correlation_table
 from xeval.report.tables.typology_table import typology_tables
 from xeval.results.store import load_records
@@ -42,7 +43,7 @@ def test_typology_facts():
 
 
 def test_typology_table_by_hand():
-    (table,) = typology_tables(tables.Results(records()))
+    (table,) = typology_tables(Results(records()))
     m = table.mean
     assert m.at[("family (Glottolog)", "Indo-European"), "XNLI"] == pytest.approx((10 + 6 + 30) / 3)
     assert m.at[("family (Glottolog)", "Indo-European"), "n xnli"] == 3
@@ -56,7 +57,7 @@ def test_typology_table_by_hand():
 
 
 def test_correlation_by_hand(tmp_path):
-    table = correlation_table(tables.Results(records()))
+    table = correlation_table(Results(records()))
     m = table.mean
     score = m.loc[("alpha", "tatoeba (accuracy)", "xnli zero-shot score")]
     gap = m.loc[("alpha", "tatoeba (accuracy)", "xnli gap")]
@@ -65,7 +66,7 @@ def test_correlation_by_hand(tmp_path):
     assert score["95% CI low"] <= 1.0 <= score["95% CI high"] + 1e-12
     assert not any("alignment" in ix[1] for ix in m.index)  # one language pair: below 3 languages
     # two models: a row each and a pooled row over their 8 (model, language) points
-    two = correlation_table(tables.Results(records() + records("beta@bbbbbbbbbbbb", shift=-1.0)))
+    two = correlation_table(Results(records() + records("beta@bbbbbbbbbbbb", shift=-1.0)))
     pooled = two.mean.loc[("pooled", "tatoeba (accuracy)", "xnli zero-shot score")]
     assert pooled["n languages"] == 8 and 0.8 < pooled["Spearman rho"] <= 1.0
     # the CLI and the scatter plot
@@ -74,6 +75,6 @@ def test_correlation_by_hand(tmp_path):
                  str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "correlation.png").stat().st_size > 5000
     assert main(["report", str(run), "--table", "typology", "--format", "csv"]) == 0
-    results = tables.Results(load_records([run]))
-    assert {t.key for t in tables.build(results, "all")} >= {"correlation", "typology:alpha"}
+    results = Results(load_records([run]))
+    assert {t.key for t in build(results, "all")} >= {"correlation", "typology:alpha"}
     assert plots.plot(results, "correlation", tmp_path / "c.pdf")[1].suffix == ".pdf"

@@ -9,9 +9,12 @@ import pytest
 
 from tests.helpers.report_records import A, B, probe_records, transfer_records, write_run
 from xeval.report import plots
-from xeval.report.formats import markdown as render
+from xeval.report.build import build
+from xeval.report.formats import markdown
 from xeval.report.gate import baseline_entries
-from xeval.report.tables.base import Results, build, language_tables, layer_tables, sweeps
+from xeval.report.tables.base import Results
+from xeval.report.tables.language_table import language_tables
+from xeval.report.tables.layer_table import layer_tables, sweeps
 from xeval.results.store import Record
 
 CA = "alpha-random-init@cccccccccccc"
@@ -58,7 +61,7 @@ def test_control_never_bold(records):
     mask = table.best_mask()
     assert not mask.loc["alpha (random init)"].any()
     assert mask.loc["alpha", "L2"] and mask.loc["beta", "L1"]
-    text = render.markdown_table(table)
+    text = markdown.markdown_table(table)
     assert "| alpha (random init) |" in text and "(random init) = the same architecture" in text
 
 

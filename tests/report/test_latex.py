@@ -11,9 +11,9 @@ import pytest
 
 from tests.helpers.report_records import A, B, transfer_records, write_run, xtreme_scale_records
 from xeval.cli import main
-from xeval.report.formats import latex
-from xeval.report.formats import markdown as render
-from xeval.report.tables.base import Results, build
+from xeval.report.build import build
+from xeval.report.formats import latex, render
+from xeval.report.tables.base import Results
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,11 @@ def test_std_goes_under_the_numbers_when_that_takes_fewer_pieces(paper_tables, t
 
 def test_escape_minus_and_double_hyphen():
     assert latex.escape("a_b & 50% −3 --layer †") == r"a\_b \& 50\% $-$3 -{}-layer \dag{}"
+
+
+def test_latex_escapes_special_characters():
+    assert latex.escape("a_b & 50% #1 {x} ~^\\") == (
+        r"a\_b \& 50\% \#1 \{x\} \textasciitilde{}\textasciicircum{}\textbackslash{}")
 
 
 def test_rename_and_order_rows(tmp_path, capsys):

@@ -10,9 +10,10 @@ import pytest
 
 from tests.helpers.report_records import A, B, probe_records, transfer_records, write_run
 from xeval.cli import main
-from xeval.report.formats import markdown as render
+from xeval.report.build import build
+from xeval.report.formats import render
 from xeval.report.plots import plot
-from xeval.report.tables.base import Results, build
+from xeval.report.tables.base import Results
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +91,6 @@ def test_latex_compiles(results, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (tmp_path / "report.pdf").stat().st_size > 1000
     assert "Overfull" not in proc.stdout  # wide tables are transposed or split to the text width
-
-
-def test_latex_escapes_special_characters():
-    assert render.latex_escape("a_b & 50% #1 {x} ~^\\") == (
-        r"a\_b \& 50\% \#1 \{x\} \textasciitilde{}\textasciicircum{}\textbackslash{}")
 
 
 def test_csv_single_table_is_wide_and_several_are_tidy(results):

@@ -8,17 +8,12 @@ import pytest
 from tests.helpers.report_records import A, B, probe_records, rec, transfer_records
 from xeval.base.errors import UserError
 from xeval.metrics.xtreme import XTREME
-from xeval.report.tables.base import (
-    Results,
-    build,
-    gap_table,
-    language_tables,
-    layer_tables,
-    seven_task_average,
-    summary_table,
-    sweeps,
-    universal_layer,
-)
+from xeval.report.build import build
+from xeval.report.tables.base import Results
+from xeval.report.tables.gap_table import gap_table
+from xeval.report.tables.language_table import language_tables
+from xeval.report.tables.layer_table import layer_tables, sweeps, universal_layer
+from xeval.report.tables.summary_table import seven_task_average, summary_table
 
 
 @pytest.fixture(scope="module")

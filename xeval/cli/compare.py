@@ -6,6 +6,7 @@ import sys
 
 from xeval.base.atomic import check_output, write_text
 from xeval.base.errors import UserError
+from xeval.cli.report import parse_layer
 from xeval.report.gate import (
     baseline_entries,
     check_tolerance,
@@ -14,6 +15,8 @@ from xeval.report.gate import (
     read_baseline,
     render,
 )
+from xeval.report.tables.base import Results
+from xeval.report.tables.uncertainty import render_significance, significance
 from xeval.results.store import load_records
 
 NAME = "compare"
@@ -65,17 +68,13 @@ def run(args) -> int:
 
 
 def _significance(args) -> int:
-    from xeval.cli.report import _layer
-    from xeval.report.tables.base import Results
-    from xeval.report.tables.uncertainty import render_significance, significance
-
     runs_a = [args.baseline] if args.baseline else args.pair[:1]
     runs_b = args.current or args.pair[1:]
     if len(args.pair) > 2 or not runs_a or not runs_b:
         raise UserError("--significance: expected two runs, A B (or --baseline A --current B)")
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha: expected a level between 0 and 1, found {args.alpha:g}")
-    layer = _layer(args.layer)
+    layer = parse_layer(args.layer)
     records_a, records_b = load_records(runs_a), load_records(runs_b)
     _, model_a = baseline_entries(records_a, model=args.baseline_model)
     _, model_b = baseline_entries(records_b, model=args.model)

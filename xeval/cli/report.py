@@ -9,9 +9,10 @@ from xeval.base.atomic import check_output, write_text
 from xeval.base.errors import UserError
 from xeval.cli._args import comma_list
 from xeval.report import plots
-from xeval.report.formats import markdown as render
+from xeval.report.build import TABLES, build
+from xeval.report.formats import render
 from xeval.report.gate import baseline_document, dump_baseline
-from xeval.report.tables import base as tables
+from xeval.report.tables.base import Results
 from xeval.results.store import load_records
 
 NAME = "report"
@@ -20,7 +21,7 @@ HELP = "tables (per language, XTREME summary, transfer gap, layers) and figures 
 
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (xeval run --out) or record files")
-    parser.add_argument("--table", choices=["languages", "summary", "gap", "layers", "ci", "correlation", "typology", "tokenizer", "neutrality", "all"], default=None,
+    parser.add_argument("--table", choices=[*TABLES, "all"], default=None,
                         help="which table(s) (ci: 95%% bootstrap confidence intervals per task and language; correlation: Spearman "
                              "between probes and transfer across languages; typology: transfer gap by family, script, "
                              "word order; tokenizer: fertility, unk and byte-fallback rates per language; neutrality: language ID, CKA and centred "
@@ -62,7 +63,8 @@ def _renames(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _layer(text: str):
+def parse_layer(text: str):
+    """--layer of report and compare --significance: a layer index or "best"."""
     if text == "best":
         return "best"
     try:
@@ -81,12 +83,12 @@ def run(args) -> int:
         doc = baseline_document(records, model=args.model, sources=args.runs)
         _emit(dump_baseline(doc), args.out)
         return 0
-    results = tables.Results(records, split=args.split, layer=_layer(args.layer), rename=_renames(args.rename),
-                             order=comma_list(args.order) if args.order else None)
+    results = Results(records, split=args.split, layer=parse_layer(args.layer), rename=_renames(args.rename),
+                      order=comma_list(args.order) if args.order else None)
     # tables unless only figures were asked for (--plot without --table and without --out)
     which = args.table or ("all" if args.out or not args.plot else None)
     if which:
-        built = tables.build(results, which)
+        built = build(results, which)
         if not built:
             raise UserError("the runs hold nothing any table can show")
         def code(text) -> str:  # a code span: nothing inside is Markdown or HTML, and no backtick can end it

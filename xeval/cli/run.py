@@ -166,7 +166,3 @@ def run(args) -> int:
     for problem in problems:  # e.g. a training file the data folder lacks: everything else ran
         print(f"xeval run: error: {problem}", file=sys.stderr)
     return 2 if problems else 0
-
-
-
-

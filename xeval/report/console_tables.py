@@ -7,8 +7,9 @@ import statistics
 from collections import defaultdict
 
 from xeval.cards.label_free import LABEL as UNSCORED
-from xeval.results.controls import control_parents
-from xeval.results.layers import probe_mode_chosen
+from xeval.report.frame import headline_metric, with_compat_setting
+from xeval.results.controls import LABELS, control_parents
+from xeval.results.layers import SELECTION_SPLIT, choose_layers, probe_mode_chosen, reported_split
 
 
 def summarise(records) -> dict:
@@ -54,9 +55,6 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
     ``xeval.results.layers.LayerChoice``) is the layer the probe is reported at: chosen on the selection split,
     never on the reported one, and the title says how. ``control`` ({layer: rows} of a ``--control``) adds its
     ``avg`` row. Label-free rows (XTREME's download) read "unscored"."""
-    from xeval.report.frame import headline_metric
-    from xeval.results.layers import SELECTION_SPLIT, reported_split
-
     layers = sorted(by_layer)
     names = [m for rows in by_layer.values() for metrics in rows.values() for m in metrics if m != "n"]
     head = headline_metric(task, names) if names else None
@@ -101,8 +99,6 @@ def format_tables(records) -> str:
     unweighted mean over languages (the per-task number XTREME averages). Records of a control (``--control``) are
     not tables of their own: their headline metric is one more column, "<metric> (random init)", beside the model's.
     Records run under ``--compat xtreme`` are titled "<setting>, compat xtreme"."""
-    from xeval.report.frame import with_compat_setting
-
     records = with_compat_setting(probe_mode_chosen(list(records)))
     parents = control_parents(records)
     main = [r for r in records if r.unit.model not in parents] or records
@@ -110,8 +106,6 @@ def format_tables(records) -> str:
     kinds = sorted({kind for _, kind in parents.values()})
     blocks = []
     summary = summarise(main)
-    from xeval.results.layers import choose_layers
-
     choices = {task: choice for (model, task), (choice, _) in choose_layers(main).items()}
     layered: dict = defaultdict(dict)  # (task, setting) -> {layer: rows} for probes run over several layers
     for (task, setting, layer, mode), rows in summary.items():
@@ -123,8 +117,6 @@ def format_tables(records) -> str:
         if mode != "probe" and (task, setting) in compact:
             if (task, setting) not in shown:
                 shown.add((task, setting))
-                from xeval.results.controls import LABELS
-
                 twin = {k[2]: v for k, v in controls.items()
                         if k[:2] == (task, setting) and k[2] is not None and k[3] != "probe"}
                 blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
@@ -144,9 +136,6 @@ def format_tables(records) -> str:
         header = ["lang", "split", "n"] + names
         control = controls.get((task, setting, layer, mode))
         if control:
-            from xeval.report.frame import headline_metric
-            from xeval.results.controls import LABELS
-
             head = headline_metric(task, names)
             header.append(f"{head} ({', '.join(LABELS[k] for k in kinds)})")
         body = []

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 import pandas as pd
 
 from xeval.base.console import log
 from xeval.base.errors import UserError
+from xeval.results.layers import reported_split
 from xeval.results.store import Record
 
 NO_LAYER = -1
@@ -101,8 +103,6 @@ def _with_direction_means(metrics: dict[str, float]) -> dict[str, float]:
 def with_compat_setting(records: Iterable[Record]) -> list[Record]:
     """Records run under ``--compat xtreme`` (``config["compat"]``) get the setting "<setting>, compat xtreme": their
     own table rows, never averaged with (or taken for) the default mode's, and every table names the mode."""
-    from dataclasses import replace
-
     out = []
     for rec in records:
         mode = (rec.config or {}).get("compat")
@@ -200,8 +200,6 @@ def pick_split(frame: pd.DataFrame, split: str | None = None) -> pd.DataFrame:
     (``xeval.results.layers.reported_split``: ``test`` where present, else a split other than the selection split --
     FLORES-200 reports ``devtest`` and selects on ``dev``, which sorts first --, else the only one). Per language
     because suites evaluate some languages on dev where no labelled test exists."""
-    from xeval.results.layers import reported_split
-
     if split is not None:
         kept = frame[frame["split"] == split]
         if kept.empty:

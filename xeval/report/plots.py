@@ -22,13 +22,10 @@ import numpy as np  # noqa: E402
 from xeval.base.atomic import atomic_path  # noqa: E402
 from xeval.base.errors import UserError  # noqa: E402
 from xeval.report.frame import headline_metric, lower_is_better  # noqa: E402
-from xeval.report.tables.base import (  # noqa: E402
-    Results,
-    gap_table,
-    order_languages,
-    sweeps,
-    task_title,
-)
+from xeval.report.tables.base import Results, order_languages, task_title  # noqa: E402
+from xeval.report.tables.gap_table import gap_column, gap_table  # noqa: E402
+from xeval.report.tables.layer_table import sweeps  # noqa: E402
+from xeval.report.tables.tokenizer_table import fertility_points  # noqa: E402
 
 KINDS = ("layers", "languages", "gap", "correlation", "tokenizer", "neutrality", "steps")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -215,8 +212,6 @@ def plot_languages(results: Results, width: str | float = "column"):
 def gap_std(results: Results) -> dict[tuple[str, str], float]:
     """{(row label, gap column): std over seeds of the gap computed per seed} where two or more seeds cover English
     and every other language of the task (the error bars of ``plot_gap``)."""
-    from xeval.report.tables.base import _gap_column
-
     out = {}
     for task in results.tasks():
         long = results.long[results.long["task"] == task]
@@ -227,7 +222,7 @@ def gap_std(results: Results) -> dict[tuple[str, str], float]:
             if "en" not in per_seed.columns or per_seed.shape[1] < 2 or len(per_seed) < 2:
                 continue
             gaps = per_seed["en"] - per_seed.drop(columns="en").mean(axis=1)
-            out[(results.row(model, setting), _gap_column(task))] = float(gaps.std(ddof=1))
+            out[(results.row(model, setting), gap_column(task))] = float(gaps.std(ddof=1))
     return out
 
 
@@ -265,6 +260,7 @@ def plot_gap(results: Results, width: str | float = "column"):
 def plot_correlation(results: Results, width: str | float = "column"):
     """Probe score (x) against each task's zero-shot score (y) across languages: a panel per (probe, task), a colour
     per model, each point labelled with its language, Spearman's ρ and n in the panel title."""
+    # here, not at the top: the correlation table imports scipy, which every other figure and table does without
     from scipy import stats as sps
 
     from xeval.report.tables.correlation import MIN_LANGUAGES, pairs, per_language
@@ -304,8 +300,6 @@ def plot_correlation(results: Results, width: str | float = "column"):
 def plot_tokenizer(results: Results, width: str | float = "column"):
     """Per task: each language's transfer gap (English minus the language) against its tokenizer fertility
     (subwords per word on FLORES-200 devtest), a colour per model, points labelled by language."""
-    from xeval.report.tables.tokenizer_table import fertility_points
-
     points = fertility_points(results)
     if points.empty:
         raise UserError("no language has both tokenizer diagnostics and a transfer gap: nothing to plot")

@@ -214,11 +214,12 @@ def evaluate(out: Path, opts: Options, echo) -> list:
 def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
     """report.md (xeval report's tables) and figures/layers.png|pdf for the records of this model."""
     from xeval.report import plots
-    from xeval.report.formats import markdown as render
-    from xeval.report.tables import base as tables
+    from xeval.report.build import build
+    from xeval.report.formats import render
+    from xeval.report.tables.base import Results, probe_tasks
 
-    results = tables.Results(records, split=None, layer="best")
-    built = tables.build(results, "all")
+    results = Results(records, split=None, layer="best")
+    built = build(results, "all")
     preamble = ["Model pre-trained and evaluated by `python -m xeval quickstart` on a synthetic world "
                 "(`world/world.json`); fine-tuning tasks are trained on the base language qaa only.",
                 "Scores in points (%); probes at their reported layer (never chosen on these scores)."]  # fmt: skip
@@ -227,7 +228,7 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
                         "weights, the floor that shared word forms alone give; dashed in the layer-sweep plot.")
     paths = {"report": out / "report.md"}
     write_text(paths["report"], render.render(built, "md", heading=title, preamble=preamble))
-    if tables.probe_tasks(results):
+    if probe_tasks(results):
         for path in plots.plot(results, "layers", out / "figures" / "layers"):
             paths.setdefault("plot", path)
     return paths

@@ -7,7 +7,8 @@ from tests.conftest import require_file
 from tests.helpers.report_records import rec, write_run
 from xeval.adapters.probes.tokenization import tokenizer_stats
 from xeval.cli import main
-from xeval.report.tables import base as tables
+from xeval.report.tables.base import Results
+from xeval.report.tables.gap_table import gap_table
 from xeval.report.tables.tokenizer_table import tokenizer_table
 
 
@@ -69,12 +70,12 @@ def diagnostics_records():
 
 
 def test_tokenizer_table_and_plot(tmp_path):
-    table = tokenizer_table(tables.Results(diagnostics_records()))
+    table = tokenizer_table(Results(diagnostics_records()))
     m = table.mean
     assert m.at[("alpha", "de"), "subwords / word"] == 2.4 and m.at[("alpha", "de"), "XNLI gap"] == 10.0
     assert m.at[("alpha", "ja"), "XNLI gap"] == 35.0
     # the diagnostics are not a task: no transfer gap of their own
-    assert "tokenizer" not in tables.gap_table(tables.Results(diagnostics_records())).mean.columns
+    assert "tokenizer" not in gap_table(Results(diagnostics_records())).mean.columns
     run = write_run(tmp_path / "runs", diagnostics_records())
     assert main(["report", str(run), "--table", "tokenizer", "--plot", "tokenizer", "--figures",
                  str(tmp_path / "fig")]) == 0

@@ -21,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from xeval.report.formats.cells import display_columns, index_cells, index_names
+
 TEXT_WIDTH_PT = 345.0  # LaTeX article's \textwidth at 10 pt; ACL's is 455 pt, so what fits here fits there
 MAX_ROWS = 36  # body rows per float: POS's 33 languages + avg on one page, PAN-X's 40 in two halves
 _DIGIT, _BOLD_DIGIT, _SMALL_DIGIT = 4.7, 5.4, 4.2  # pt per digit at \small, bold \small, \footnotesize
@@ -157,11 +159,9 @@ def _header(text: str, stacked: bool) -> str:
 
 def grid(table) -> Grid:
     """The ``Table`` as drawn: columns as the renderers merge them (F1 / EM), bold and daggers as in Markdown."""
-    from xeval.report.formats.markdown import _display_columns, _index_cells, _index_names
-
     best = table.best_mask()
     columns = []
-    for header, cols in _display_columns(table):
+    for header, cols in display_columns(table):
         parts = []
         for col in cols:
             cells = []
@@ -175,24 +175,22 @@ def grid(table) -> Grid:
         columns.append(Column(header, parts, [table.digits.get(col, 1) for col in cols]))
     groups = []
     for header, cols in table.groups:
-        members = [i for i, (_, dcols) in enumerate(_display_columns(table)) if set(dcols) & set(cols)]
+        members = [i for i, (_, dcols) in enumerate(display_columns(table)) if set(dcols) & set(cols)]
         if members:
             groups.append((header, members))
-    return Grid(title=table.title, label=_label(table.key), label_names=_index_names(table),
-                rows=_index_cells(table), columns=columns, groups=groups, notes=list(table.notes),
+    return Grid(title=table.title, label=_label(table.key), label_names=index_names(table),
+                rows=index_cells(table), columns=columns, groups=groups, notes=list(table.notes),
                 stacked=table.stacked_headers)
 
 
 def transposed(table) -> Grid:
     """A per-language table turned: a row per language (and avg), a column per (model, metric) of the original,
     headed by the metric under a band naming the model (only the model when it has one metric)."""
-    from xeval.report.formats.markdown import _display_columns
-
     best = table.best_mask()
     index = list(table.mean.index)
     models = list(dict.fromkeys(ix[0] if isinstance(ix, tuple) else ix for ix in index))
     per_model = {m: [ix for ix in index if (ix[0] if isinstance(ix, tuple) else ix) == m] for m in models}
-    langs = [cols[0] for _, cols in _display_columns(table)]
+    langs = [cols[0] for _, cols in display_columns(table)]
     columns, groups = [], []
     for model in models:
         members = []

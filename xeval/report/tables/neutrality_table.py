@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xeval.base.errors import UserError
-from xeval.report.tables.base import Table, _control_note, task_title
+from xeval.report.tables.base import Table, control_note, task_title
 
 
 def _per_layer(frame: pd.DataFrame, metric: str) -> dict[tuple[str, str], pd.Series]:
@@ -46,4 +46,4 @@ def neutrality_table(results) -> Table:
              "lower = more language-neutral",
              "centred: each language's vectors minus their mean before cosine retrieval (Libovický et al. 2020)"]
     return Table(key="neutrality", title="Language neutrality per layer", mean=mean, no_bold=set(mean.columns),
-                 notes=notes + (_control_note(results) if controls else []), controls=controls)
+                 notes=notes + (control_note(results) if controls else []), controls=controls)

@@ -10,8 +10,7 @@ import pandas as pd
 
 from xeval.base.errors import UserError
 from xeval.data.typology import base_language
-from xeval.report.tables.base import Table, order_languages, task_title
-from xeval.report.tables.typology_table import language_gaps
+from xeval.report.tables.base import Table, language_gaps, order_languages, task_title
 
 METRICS = {"fertility": "subwords / word", "tokens_per_char": "subwords / char", "unk_rate": "unk %",
            "byte_fallback_rate": "byte-fallback %", "shared_types_with_en": "types shared with en %"}

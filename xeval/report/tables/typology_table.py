@@ -3,7 +3,7 @@
 A language's gap is the English score minus that language's score (headline metric per task, seed means; the
 task's transfer gap is the mean of these over its non-English languages). Per model, a row per (attribute, value):
 the mean gap of the languages with that value and how many languages it averages, per task. Facts from
-``xeval/typology.tsv`` (Glottolog, ISO 15924, WALS 81A); languages it lacks are listed in a note.
+``xeval/data/typology.tsv`` (Glottolog, ISO 15924, WALS 81A); languages it lacks are listed in a note.
 """
 
 from __future__ import annotations
@@ -12,19 +12,7 @@ import pandas as pd
 
 from xeval.base.errors import UserError
 from xeval.data.typology import ATTRIBUTE_TITLES, ATTRIBUTES, base_language, typology
-from xeval.report.tables.base import Table, headline_groups, task_title
-
-
-def language_gaps(results) -> pd.DataFrame:
-    """Tidy frame: row, task, lang, gap (English minus the language, points) for every non-English language."""
-    rows = []
-    for task, _metric, model, setting, group in headline_groups(results):
-        by_lang = group.set_index("lang")["mean"]
-        if "en" not in by_lang.index:
-            continue
-        for lang, value in by_lang.drop("en").items():
-            rows.append((results.row(model, setting), task, lang, float(by_lang["en"] - value)))
-    return pd.DataFrame(rows, columns=["row", "task", "lang", "gap"])
+from xeval.report.tables.base import Table, language_gaps, task_title
 
 
 def typology_tables(results) -> list[Table]:

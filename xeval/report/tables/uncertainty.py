@@ -35,7 +35,7 @@ class Cell:
 
 
 def cells(results) -> list[Cell]:
-    """Every headline cell of ``results`` (a ``tables.Results``) with its per-seed outcomes."""
+    """Every headline cell of ``results`` (``xeval.report.tables.base.Results``) with its per-seed outcomes."""
     by_unit = {}
     for rec in results.records:
         u = rec.unit

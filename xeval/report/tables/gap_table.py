@@ -1,0 +1,42 @@
+"""``report --table gap``: the transfer gap, English minus the mean over the other languages, per task (headline
+metric; F1 for QA, as XTREME's gap table), one row per model. Lower is better."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xeval.base.errors import UserError
+from xeval.report.frame import XTREME_TASKS, xtreme_task
+from xeval.report.tables.base import AVG, Results, Table, control_note, headline_groups
+
+
+def gap_table(results: Results) -> Table:
+    """Transfer gap per task: English minus the mean over the non-English languages (lower is better)."""
+    rows: dict[str, dict[str, float]] = {}
+    tasks = []
+    for task, _metric, model, setting, group in headline_groups(results):
+        by_lang = group.set_index("lang")["mean"]
+        others = by_lang.drop("en", errors="ignore")
+        if "en" not in by_lang.index or others.empty:
+            continue
+        rows.setdefault(results.row(model, setting), {})[task] = float(by_lang["en"] - others.mean())
+        if task not in tasks:
+            tasks.append(task)
+    if not rows:
+        raise UserError("no task with English and at least one other language: no transfer gap to show")
+    mean = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=tasks)
+    mean.index.name = "model"
+    mean.columns = [gap_column(t) for t in tasks]
+    complete = mean.notna().all(axis=1)
+    mean[AVG] = mean.mean(axis=1).where(complete)
+    notes = ["transfer gap = English score minus the mean over the other languages (points; lower is better); "
+             "headline metric per task (F1 for QA)",
+             "avg over tasks only for rows that have every task"]
+    controls = set(results.control_rows()) & set(mean.index)
+    return Table(key="gap", title="Cross-lingual transfer gap", mean=mean, lower_columns=set(mean.columns),
+                 notes=notes + (control_note(results) if controls else []), controls=controls)
+
+
+def gap_column(task: str) -> str:
+    """The column a task heads in the gap table (and the gap figure): its XTREME name, else the task."""
+    return XTREME_TASKS.get(xtreme_task(task) or "", task)
