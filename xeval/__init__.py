@@ -5,9 +5,12 @@ Python API (``xeval.api``; imported on first use, so ``import xeval`` stays ligh
     frame = xeval.evaluate("xlm-roberta-base", suite="xtreme", tasks=["tatoeba"], layers="all")  # -> DataFrame
     frame = xeval.load_results("runs/")
 
-Verbs live in ``xeval/commands/`` (one module each), the data layer in ``xeval/data/``, task types in
-``xeval/adapters/``, metrics in ``xeval/metrics/``, alignment probes in ``xeval/probes/``, reports in
-``xeval/report/`` and the pre-training engine in ``xeval/engine/``.
+The package is a house of wings, each importing only the floors below it (docs/architecture.md): ``base``
+(errors, atomic files, console), ``data`` (readers, typology, synthetic languages), ``metrics`` (the official
+metrics), ``cards`` (task cards and task types; the YAML is in the top-level ``tasks/``), ``engine`` (pre-training),
+``results`` (records, identity, stores), ``models`` (the Encoder), ``submission`` (XTREME's submission folder),
+``adapters`` (``transfer/`` fine-tuning families, ``probes/`` alignment probes), ``report`` (tables, figures,
+the gate), ``run`` (options to units) and ``cli`` (one module per verb).
 """
 
 from xeval._version import __version__

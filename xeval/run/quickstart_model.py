@@ -1,4 +1,4 @@
-"""The quickstart's pre-training: the engine's ``quickstart`` preset (``xeval/engine/presets/quickstart.yaml``: MLM +
+"""The quickstart's pre-training: the engine's ``quickstart`` preset (``tasks/pretrain/quickstart.yaml``: MLM +
 sequence-level contrast of translation pairs, 4 x 64, Unigram 800, no dropout, lr 5e-3) on the synthetic world's
 corpora (``data.layout: synthetic``), stopping on the quickstart's wall-clock budget (``train.max_seconds``).
 

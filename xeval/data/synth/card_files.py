@@ -1,4 +1,4 @@
-"""Task cards and the ``synthetic`` suite for a generated world, in the format of ``xeval/cards/catalog.py``.
+"""Task cards and the ``synthetic`` suite for a generated world, in the format of ``xeval/cards/card.py``.
 
 A world folder is laid out like an XTREME download (``udpos/``, ``panx/``, ``pawsx/`` ...), so the cards name
 their files under the ``xtreme`` layout and ``--data <world>`` is detected as that layout. The committed cards in

@@ -43,7 +43,7 @@ def typology_tables(results) -> list[Table]:
         notes = ["gap = English minus the language (points, headline metric per task; lower is better); "
                  "n = languages averaged",
                  "family: Glottolog 5.0; script: ISO 15924; word order: WALS 81A (Dryer 2013), ND = no dominant "
-                 "order (xeval/typology.tsv)"]
+                 "order (xeval/data/typology.tsv)"]
         if unknown:
             notes.append("not in xeval's typology table (left out): " + ", ".join(unknown))
         tables.append(Table(key=f"typology:{row}", title=f"Transfer gap by typology: {row}", mean=mean,
