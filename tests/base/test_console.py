@@ -4,6 +4,7 @@ as the task ends, the final "N units computed, M reused, in T s" line, -q/-v, th
 import fcntl
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -39,7 +40,8 @@ def _read_all(fd: int, proc: subprocess.Popen) -> bytes:
 
 def test_a_terminal_sees_the_encoding_progress_bar_and_a_pipe_does_not(data_root, tmp_path):
     model = tiny_model(data_root)
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    # a heartbeat as often as it can: a terminal still gets none (its bars say the same)
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1", "COLUMNS": "120", "XEVAL_HEARTBEAT": "0.01"}
     cmd = [sys.executable, "-m", "xeval", *_probe_args(model, data_root, tmp_path / "tty")]
     leader, follower = pty.openpty()
     # a terminal 120 columns wide (a fresh pty reports 0 x 0, and tqdm draws nothing in 0 columns)
@@ -52,11 +54,13 @@ def test_a_terminal_sees_the_encoding_progress_bar_and_a_pipe_does_not(data_root
     os.close(leader)
     # tqdm's bar, drawn on the terminal: 40 de + 40 en sentences of Tatoeba in one encoding (every layer at once)
     assert "encode 80 sentences" in terminal and "batch" in terminal
+    assert "heartbeat" not in terminal and not re.search(r"^\d{4}-\d\d-\d\d ", terminal, re.M)  # no clock either
     assert "tatoeba (zero-shot; accuracy by layer" in out  # tables on stdout, not mixed into the bar
     piped = subprocess.run([sys.executable, "-m", "xeval", *_probe_args(model, data_root, tmp_path / "pipe")],
                            capture_output=True, text=True, env=env)
     assert piped.returncode == 0, piped.stderr
-    assert "encode 80 sentences" not in piped.stderr and "\r" not in piped.stderr  # no bar in a log file
+    assert "\r" not in piped.stderr and "█" not in piped.stderr  # no bar in a log file: heartbeat lines instead
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d heartbeat: .* > encode 80 sentences: ", piped.stderr, re.M)
     assert "- tatoeba (retrieval): de, fr" in piped.stderr  # the progress lines still are
 
 

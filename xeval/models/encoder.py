@@ -27,6 +27,7 @@ import torch
 from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_files, hash_json
+from xeval.models import load_report
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
 
@@ -175,14 +176,11 @@ class Encoder:
             self.tokenizer = AutoTokenizer.from_pretrained(
                 source, revision=revision, trust_remote_code=trust_remote_code, use_fast=True
             )
-            self.model = AutoModel.from_pretrained(
-                source,
-                revision=revision,
-                trust_remote_code=trust_remote_code,
-                use_safetensors=True,
-                dtype=dtype,
-            )
-        except (OSError, ValueError, TypeError, KeyError, SafetensorError) as err:
+            with load_report.quiet_report():  # its table becomes one line of ours, and only for a real problem
+                self.model, info = AutoModel.from_pretrained(source, revision=revision, dtype=dtype,
+                                                             trust_remote_code=trust_remote_code,
+                                                             use_safetensors=True, output_loading_info=True)
+        except (OSError, ValueError, TypeError, KeyError, RuntimeError, SafetensorError) as err:
             # a folder or hub repository transformers cannot read (the local checks above catch the usual cases)
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             where = "" if self.is_local else "no local folder of that name; as a hub id: "
@@ -192,6 +190,10 @@ class Encoder:
                 hf_logging.enable_progress_bar()
         if not getattr(self.tokenizer, "is_fast", False):
             raise UserError(f"{self.spec}: xeval needs a fast tokenizer (word↔subword maps); none found")
+        if problem := load_report.unexpected_line(self.spec, info):  # weights missing or unused outside known heads
+            console.log.warning(problem)
+        if heads := load_report.known_heads_line(self.spec, info):  # e.g. a pooler the checkpoint lacks (-v)
+            console.log.debug(heads)
         self.model.to(self.device).eval()
         self.kind = "engine" if getattr(self.model.config, "model_type", "").startswith("xeval") else "hf"
         self.num_layers = int(self.model.config.num_hidden_layers)

@@ -21,7 +21,7 @@ from xeval.adapters import get_adapter
 from xeval.adapters.context import RunContext
 from xeval.adapters.probes.base import SUBMISSION_FOLDER, export_chosen_layer
 from xeval.adapters.transfer import shared_training
-from xeval.base import collectives
+from xeval.base import collectives, console
 from xeval.base.atomic import check_output
 from xeval.base.console import log
 from xeval.base.errors import UserError
@@ -210,7 +210,13 @@ def _item_label(item) -> str:
 
 def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, joint: bool = False) -> list:
     """Run work items in order, each under its lock in the store; echo a card's line at its first item (and the
-    control's at the control's first); ``on_task`` with a card's records once its last item is done."""
+    control's at the control's first); ``on_task`` with a card's records once its last item is done. The run and
+    each item are activities of the heartbeat (``xeval.base.console``: what a log file shows while they run)."""
+    with console.activity("xeval run", total=len(items), unit="work item") as progress:
+        return _run_counted(items, adapters, contexts, opts, echo, on_task, joint, progress)
+
+
+def _run_counted(items, adapters, contexts, opts: RunOptions, echo, on_task, joint: bool, progress) -> list:
     records = []
     model_key = next(iter(contexts))
     for _, task_items in groupby(items, key=lambda i: id(i.card)):  # items come grouped by card, in suite order
@@ -226,8 +232,10 @@ def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, 
                     echo(f"  {item.card.name}: control ({opts.control})")
             # ranks training together: only rank 0 locks (a rank waiting on the lock would stall the all-reduce)
             locking = not ctx.ddp_finetune or collectives.rank_world()[0] == 0
-            with distributed.item_lock(ctx.store.root, item, enabled=locking):
+            label = f"{item.card.name}{'' if item.model == model_key else ' control'} {_item_label(item)}"
+            with console.activity(label), distributed.item_lock(ctx.store.root, item, enabled=locking):
                 task_records.extend(adapters[item.card.name].run(item.card, list(item.langs), ctx))
+            progress.update()
         records.extend(task_records)
         if on_task is not None:
             on_task(task_records)

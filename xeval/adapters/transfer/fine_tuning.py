@@ -9,7 +9,7 @@ What it does, as XTREME's ``run_tag.py`` / ``run_classify.py`` / ``run_squad.py`
 - model selection: evaluate on the English dev set every ``eval_every`` optimiser steps and at the end of every
   epoch, keep the weights with the best dev score (XTREME's ``--save_only_best_checkpoint``), or keep the last
   weights (``select="last"``, XTREME's QA recipe);
-- a tqdm progress bar (hidden when stderr is not a terminal).
+- a tqdm progress bar on a terminal, heartbeat lines in a log (``xeval.base.console``).
 
 Also the batching it trains on (and the families predict with): padding (``collate``), length-grouped seeded
 batches (``batches``), micro-batch trimming. The hyper-parameters come as a ``Recipe``
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -34,6 +33,7 @@ from torch import nn
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.base import collectives, console
 from xeval.base.errors import ConfigError
+from xeval.base.heartbeat import Activity
 
 IGNORE_INDEX = -100  # label of positions that carry no loss (padding, special tokens, non-first subwords)
 
@@ -156,8 +156,6 @@ def fine_tune(
     so a step computes the same gradient as one process would, up to float summation order. Dropout masks are
     drawn from a generator seeded per (seed, step, micro-batch), so they too do not depend on which rank computes
     a micro-batch. Rank 0 scores the dev set and tells the others."""
-    from tqdm import tqdm
-
     if not features:
         raise ConfigError(f"{desc}: no training examples")
     set_seed(seed)
@@ -189,12 +187,12 @@ def fine_tune(
             best_score, best_step = score, step
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if rank == 0:
-            tqdm.write(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}", file=sys.stderr)
+            console.log.info(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}")
 
     start = time.perf_counter()
     step, seen, loss_value = 0, 0, None
-    # data parallel: rank 0 draws the one bar
-    bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else tqdm(total=total, disable=True)
+    # data parallel: rank 0 draws the one bar (or writes the heartbeat); the others count silently
+    bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else Activity(desc, total, "step")
     while step < total:
         for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
                              group_by_length=recipe.group_by_length):
