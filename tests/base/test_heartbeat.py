@@ -151,3 +151,23 @@ def test_a_real_model_run_in_a_file_has_no_load_report_and_beats_while_encoding(
     assert any(re.search(r" > tatoeba \(de\) \d+.* > encode 600 sentences: \d+/\d+ batches", text)
                for _, text in lines), log
     assert "tatoeba" in out
+
+
+def test_pretraining_in_a_log_reports_to_the_heartbeat(monkeypatch):
+    from types import SimpleNamespace
+
+    from xeval.base import console
+    from xeval.engine.runlog import progress_bar
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    progress = progress_bar(SimpleNamespace(max_seconds=None, steps=100), start=40, elapsed0=12.0, rank=0)
+    try:
+        assert progress in console.monitor.stack  # a resumed run: 40 steps done before, not part of the rate
+        progress.update(6)
+        assert progress.describe(now=progress.started + 3.0) == "pretrain: 46/100 steps (46%), 2 steps/s, 3s, eta 27s"
+        with progress.external_write_mode():  # the run log's lines go through it as through a bar
+            pass
+    finally:
+        progress.close()
+    assert progress not in console.monitor.stack
+    assert progress_bar(SimpleNamespace(max_seconds=None, steps=100), start=0, elapsed0=0.0, rank=1) is None

@@ -14,6 +14,7 @@ a notebook) and not under ``-q``; on a terminal the progress bars say the same.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -59,6 +60,7 @@ class Activity:
     def __init__(self, label: str, total: int | None = None, unit: str | None = None, monitor: Monitor | None = None):
         self.label, self.total, self.unit = label, total, unit
         self.n = 0
+        self.initial = 0  # counted before this process started (a resumed run): not part of the rate
         self.postfix = ""
         self.started = time.monotonic()
         self._monitor = monitor
@@ -80,6 +82,10 @@ class Activity:
         if self._monitor is not None:
             self._monitor.pop(self)
             self._monitor = None
+
+    @contextlib.contextmanager
+    def external_write_mode(self):  # tqdm's: nothing is drawn here, so there is nothing to clear
+        yield
 
     def __enter__(self) -> Activity:
         return self
@@ -104,7 +110,7 @@ class Activity:
         unit = _plural(self.unit, 2)
         parts = [f"{self.n}/{self.total} {unit} ({100 * self.n / self.total:.0f}%)" if self.total
                  else f"{self.n} {_plural(self.unit, self.n)}"]
-        rate = self.n / elapsed if elapsed > 0 else 0.0
+        rate = (self.n - self.initial) / elapsed if elapsed > 0 else 0.0
         if rate >= 1:
             parts.append(f"{rate:.3g} {unit}/s")
         elif rate > 0:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from xeval.base import console
 from xeval.base.atomic import write_json
 
 
@@ -42,15 +43,20 @@ class Logger:
 
 
 def progress_bar(tc, start: int, elapsed0: float, rank: int):
-    """A terminal progress bar: steps, or seconds of the budget under ``max_seconds``."""
-    if rank != 0 or not sys.stderr.isatty():
+    """A terminal progress bar: steps, or seconds of the budget under ``max_seconds``. Not on a terminal (a log
+    file): the heartbeat's activity (``xeval.base.console``), which writes a line every ``$XEVAL_HEARTBEAT`` s."""
+    if rank != 0:
         return None
+    timed = tc.max_seconds is not None
+    total = max(1, round(tc.max_seconds)) if timed else tc.steps
+    initial = min(total, int(elapsed0)) if timed else start
+    if not sys.stderr.isatty():
+        progress = console.activity("pretrain", total=total, unit="s" if timed else "step")
+        progress.n = progress.initial = initial
+        return progress
     from tqdm import tqdm
 
-    if tc.max_seconds is not None:
-        total = max(1, round(tc.max_seconds))
-        return tqdm(total=total, initial=min(total, int(elapsed0)), unit="s", dynamic_ncols=True)
-    return tqdm(total=tc.steps, initial=start, unit="step", dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, unit="s" if timed else "step", dynamic_ncols=True)
 
 
 def measure_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, reps: int = 5) -> float:
