@@ -79,3 +79,40 @@ def test_evaluate_fine_tuning_in_memory_store(data_root, tmp_path, monkeypatch):
     assert _files(tmp_path) == [] and not any(os.scandir(tmp_path))
     assert sorted(zip(frame["lang"], frame["seed"])) == [("de", 1), ("de", 2), ("en", 1), ("en", 2)]
     assert frame["layer"].isna().all() and frame["accuracy"].between(0, 100).all()
+
+
+def test_evaluate_shows_progress_sets_threads_and_uses_a_cache_in_memory(data_root, tmp_path, monkeypatch, capfd):
+    import re
+
+    import torch
+
+    from xeval.base.console import log
+    from xeval.base.errors import UserError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XEVAL_HEARTBEAT", "0.01")
+    monkeypatch.delenv("XEVAL_CACHE", raising=False)
+    model, threads, handlers = str(tiny_model(data_root)), torch.get_num_threads(), list(log.handlers)
+    capfd.readouterr()
+    quiet = xeval.evaluate(model, data=data_root, **PROBE)
+    assert capfd.readouterr().err == ""  # default: warnings only
+    cache = tmp_path / "enc"
+    first = xeval.evaluate(model, data=data_root, verbose=True, threads=1, cache=cache, **PROBE)
+    err = capfd.readouterr().err
+    # the run's log on stderr, timestamped (pytest's capture is no terminal), the heartbeat among it
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d xeval run: tiny@\w+ on probes .* memory \(nothing written\); "
+                     rf"encoding cache {re.escape(str(cache))}$", err, re.M), err
+    assert re.search(r"^\S+ \S+ heartbeat: xeval run: \d/2 work items", err, re.M), err
+    assert torch.get_num_threads() == threads and log.handlers == handlers  # what the call changed is restored
+    entries = sorted(cache.rglob("*.npy"))
+    assert entries and _files(tmp_path) == entries  # store=None: the cache is the only thing written
+    again = xeval.evaluate(model, data=data_root, verbose=True, cache=cache, **PROBE)
+    assert re.search(rf"encoding cache: {len(entries)} layer entries reused, 0 computed", capfd.readouterr().err)
+    metrics = ["lang", "split", "layer", "accuracy_en_xx", "accuracy_xx_en"]
+    pd.testing.assert_frame_equal(quiet[metrics], first[metrics])
+    pd.testing.assert_frame_equal(first[metrics], again[metrics])  # read from the cache: the same numbers
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    xeval.evaluate(model, data=data_root, cache=True, **{**PROBE, "langs": ["de"], "layers": [2]})
+    assert list((tmp_path / "xdg" / "xeval" / "encodings").rglob("*.npy"))  # True: the user's cache folder
+    with pytest.raises(UserError, match="threads: expected an integer >= 1, found 0"):
+        xeval.evaluate(model, data=data_root, threads=0, **PROBE)

@@ -46,7 +46,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
              layers: str | int | list[int] | None = None, store: str | os.PathLike | None = None, *,
              suite: str = "xtreme", device: str = "auto", setting: str = "zero-shot", recipe: dict | None = None,
              max_eval: int | None = None, control: str | None = None, overwrite: bool = False,
-             mode: str = "finetune", compat: str = "none") -> pd.DataFrame:
+             mode: str = "finetune", compat: str = "none", verbose: bool | int = False, threads: int | None = None,
+             cache: bool | str | os.PathLike | None = None) -> pd.DataFrame:
     """Evaluate ``model`` on ``tasks`` of ``suite`` and return one row per unit (see ``records_frame``).
 
     model: a hub id, a local folder (Hugging Face or xeval engine checkpoint), an ``(nn.Module, tokenizer)`` pair in
@@ -62,11 +63,24 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         linear head on every layer's features; rows say ``mode`` and are never to be averaged with fine-tuning's).
     compat: ``"none"`` (xeval's pipeline) or ``"xtreme"`` (``--compat xtreme``: the published XTREME pipeline's
         quirks, see ``xeval.cards.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
+    verbose: ``True`` shows what ``xeval run`` shows on stderr while the call runs: its log lines, progress bars on a
+        terminal, timestamps and heartbeat lines elsewhere (a notebook, a log file; ``$XEVAL_HEARTBEAT`` seconds
+        apart, default 30); ``2`` adds debugging lines. Default: warnings only. The logging setup is restored after.
+    threads: torch CPU threads while the call runs (``--threads``; restored after). Default: torch's.
+    cache: the encoding cache (frozen encoders' hidden states on disk, so a rerun with another layer or head does not
+        encode again): ``None`` (default) uses ``$XEVAL_CACHE`` or ``<store>/cache``, none for ``store=None``;
+        ``True`` also uses ``~/.cache/xeval/encodings`` (``$XDG_CACHE_HOME``) for ``store=None``; a folder uses that
+        folder; ``False`` uses none.
     """
+    import torch
+
+    from xeval.base import console
     from xeval.models.encoder import Encoder
     from xeval.run.options import RunOptions, parse_seeds, resolve_device
     from xeval.run.runner import run as run_suite
 
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise UserError(f"threads: expected an integer >= 1, found {threads!r}")
     encoder = None
     if isinstance(model, Encoder):
         encoder = model
@@ -85,9 +99,16 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         overwrite=overwrite, device=resolve_device(device) if encoder is None else str(encoder.device),
         layers=_layers(layers), setting=setting, recipe=recipe,
         max_eval=None if max_eval is None else int(max_eval), control=control, mode=mode,
-        compat=compat,
+        compat=compat, threads=threads, no_cache=cache is False, cache=_cache_folder(cache, store),
     )
-    return records_frame(run_suite(opts, encoder=encoder))
+    saved, torch_threads = console.state(), torch.get_num_threads()
+    if verbose:
+        console.configure(verbose=int(verbose) - 1)  # True (1): progress lines; 2: debugging
+    try:
+        return records_frame(run_suite(opts, encoder=encoder))
+    finally:
+        console.restore(saved)
+        torch.set_num_threads(torch_threads)
 
 
 def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.DataFrame:
@@ -97,6 +118,20 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
 
     paths = [path] if isinstance(path, str | os.PathLike) else list(path)
     return records_frame(load_records(paths))
+
+
+def _cache_folder(cache, store) -> str | None:
+    """The encoding cache's folder for ``evaluate(cache=...)``, or None for the run's default (``$XEVAL_CACHE``,
+    ``<store>/cache``)."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        if os.environ.get("XEVAL_CACHE") or store is not None:
+            return None
+        return str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xeval" / "encodings")
+    if isinstance(cache, str | os.PathLike):
+        return str(Path(cache).expanduser())
+    raise UserError(f"cache: expected True, False, None or a folder, found {type(cache).__name__}")
 
 
 def _names(value) -> list[str] | None:

@@ -76,7 +76,7 @@ class EncodingCache:
         return np.stack(parts) if parts else np.zeros((0,), dtype=np.float32)
 
     def describe(self) -> str:
-        return f"encoding cache {self.root}" if self.enabled else "encoding cache off (--no-cache)"
+        return f"encoding cache {self.root}" if self.enabled else "encoding cache off"
 
 
 def _save(path: Path, array: np.ndarray) -> None:

@@ -56,6 +56,7 @@ class RunOptions:
     trust_remote_code: bool = False  # run the model repository's own Python code (only when asked)
     mode: str = "finetune"  # "finetune" or "probe": the fine-tuning tasks with the encoder frozen (probe_mode)
     no_cache: bool = False  # encode without the on-disk encoding cache (xeval.models.encoding_cache)
+    cache: str | None = None  # the encoding cache's folder, over $XEVAL_CACHE and <out>/cache (xeval.evaluate(cache=))
     compat: str = "none"  # "xtreme": the published XTREME pipeline's quirks (xeval.cards.compat), in every unit's config
 
 

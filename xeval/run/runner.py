@@ -127,7 +127,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     if label is not None:
         encoder.label = label
-    cache = EncodingCache.default(opts.out, disabled=opts.no_cache)
+    cache = EncodingCache(opts.cache) if opts.cache and not opts.no_cache else \
+        EncodingCache.default(opts.out, disabled=opts.no_cache)
     ctx = RunContext(
         encoder=encoder,
         data=data,
