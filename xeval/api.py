@@ -56,7 +56,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     data: the data folder (``--data``); default ``$XEVAL_DATA``, else a ``shared/data`` folder beside the working directory; ``"hub"`` for the hub.
     seeds: a count (3 = seeds 1, 2, 3) or a list of seeds (fine-tuning tasks; probes are deterministic, seed 0).
     layers: probes' hidden_states indices: ``"all"``, an int or a list; default each card's own.
-    store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume).
+    store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume), and the
+        run's summary as ``<store>/results.json`` (``docs/results.md``).
     recipe: fine-tuning recipe overrides (``{"epochs": 1, "max_train": 1000}``); max_eval: first N examples per
         language; control: ``"random-init"`` adds the random-init control's rows.
     mode: ``"finetune"`` (XTREME's protocol) or ``"probe"`` (the fine-tuning tasks with the encoder frozen and a
@@ -76,7 +77,9 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
 
     from xeval.base import console
     from xeval.models.encoder import Encoder
+    from xeval.run import results_file
     from xeval.run.options import RunOptions, parse_seeds, resolve_device
+    from xeval.run.runner import RunSummary
     from xeval.run.runner import run as run_suite
 
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
@@ -105,7 +108,10 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     if verbose:
         console.configure(verbose=int(verbose) - 1)  # True (1): progress lines; 2: debugging
     try:
-        return records_frame(run_suite(opts, encoder=encoder))
+        started, summary = results_file.now(), RunSummary()
+        records = run_suite(opts, encoder=encoder, summary=summary)
+        results_file.write_run(records, opts, summary, started, command=None)  # a store: <store>/results.json
+        return records_frame(records)
     finally:
         console.restore(saved)
         torch.set_num_threads(torch_threads)

@@ -100,6 +100,7 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     console.configure(verbose=args.verbose - args.quiet)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for results.json
     try:
         return int(args._run(args) or 0)
     except UserError as err:

@@ -60,6 +60,9 @@ def add_arguments(parser) -> None:
                              "(QA answers through get_final_text, seqeval 0.0.x POS chunk types, XLM-R </s></s> in "
                              "tagging windows, dev selection at save steps only); recorded in every result")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    parser.add_argument("--log-to", metavar="KIND:TARGET",
+                        help="also send the run's results.json to an experiment tracker: mlflow:DIR (MLflow's local "
+                             "file store, offline) or mlflow:URI; needs the extra (pip install 'xeval[mlflow]')")
     parser.add_argument("--mode", default="finetune", choices=["finetune", "probe"],
                         help="finetune (XTREME's protocol, default) or probe: the fine-tuning tasks with the encoder "
                              "frozen and a linear head on cached features of every layer (--layers; default all)")
@@ -105,9 +108,11 @@ def _shots(args) -> list[int] | None:
 
 
 def run(args) -> int:
+    from xeval.base.console import log
     from xeval.base.errors import UserError
     from xeval.report.console_tables import format_tables
     from xeval.report.sweep_summary import sweep_figure, sweep_lines
+    from xeval.run import results_file, trackers
     from xeval.run.distributed import detect, parse_shard
     from xeval.run.model_series import expand_models
     from xeval.run.options import RunOptions, parse_seeds
@@ -130,6 +135,8 @@ def run(args) -> int:
         if not eq or not key.strip():
             raise UserError(f"--set: expected KEY=VALUE, found {item!r}")
         recipe[key.strip()] = value.strip()
+    sink = trackers.parse(args.log_to)  # a missing extra fails now, not after the run
+    started = results_file.now()
     models = expand_models(args.model)
     if len(models) > 1:
         print(f"xeval run: {len(models)} checkpoints from {args.model}: {', '.join(Path(m).name for m in models)}",
@@ -160,6 +167,15 @@ def run(args) -> int:
     if args.plot:
         print(sweep_figure(records, args.plot))
     print(summary.line())
+    written = results_file.write_run(records, dataclasses.replace(opts, model=args.model), summary, started,
+                                     ["xeval", *getattr(args, "_argv", [])])
+    if written:
+        log.info(f"results: {written[0]}")
+        try:
+            if sink is not None:
+                log.info(f"logged to {sink.describe()}: run {sink.log(written[1], written[0])}")
+        except UserError as err:  # the tracker failed: the error after the tables, exit 2
+            problems.append(str(err))
     if worker.shards > 1:
         print(f"shard {worker.shard}/{worker.shards}: the tables above hold this shard's units; once every shard is "
               f"done, xeval report {args.out} shows the whole run")
