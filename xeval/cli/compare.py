@@ -15,6 +15,7 @@ from xeval.report.gate import (
     read_baseline,
     render,
 )
+from xeval.report.gate_formats import FORMATS
 from xeval.report.tables.base import Results
 from xeval.report.tables.uncertainty import render_significance, significance
 from xeval.results.store import load_records
@@ -42,7 +43,10 @@ def add_arguments(parser) -> None:
                         help="per-metric tolerances overriding --tolerance, e.g. aer=2,acc_mean=1 "
                              "(a key may be task:metric)")
     parser.add_argument("--model", help="the model to check when the current runs hold several")
-    parser.add_argument("--out", metavar="FILE", help="also write the comparison (Markdown) here")
+    parser.add_argument("--out", metavar="FILE", help="also write the comparison (in --format) here")
+    parser.add_argument("--format", default="markdown", choices=["markdown", "json", "junit"],
+                        help="the gate's output: markdown (default), json (schema xeval.compare/1) or junit (JUnit "
+                             "XML, a testcase per compared entry, a failure per regression) for CI dashboards")
     parser.add_argument("--show-ok", action="store_true", help="list the values within tolerance too")
 
 
@@ -60,7 +64,7 @@ def run(args) -> int:
     current, current_model = baseline_entries(load_records(args.current), model=args.model)
     result = compare(baseline, current, args.tolerance, parse_tolerances(args.metric_tolerances))
     result.models = (baseline_model, current_model)
-    text = render(result, show_ok=args.show_ok)
+    text = render(result, show_ok=args.show_ok) if args.format == "markdown" else FORMATS[args.format](result)
     sys.stdout.write(text)
     if args.out:
         write_text(args.out, text)
@@ -68,6 +72,8 @@ def run(args) -> int:
 
 
 def _significance(args) -> int:
+    if args.format != "markdown":
+        raise UserError(f"--format {args.format}: for the regression gate only; --significance writes Markdown")
     runs_a = [args.baseline] if args.baseline else args.pair[:1]
     runs_b = args.current or args.pair[1:]
     if len(args.pair) > 2 or not runs_a or not runs_b:
