@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +60,9 @@ def test_a_run_writes_results_json_with_every_unit_config_versions_and_timings(d
         assert entry["languages"] == {"de": values[0], "fr": values[1]} and entry["metric"] == "accuracy"
         assert math.isclose(entry["mean"], sum(values) / 2) and entry["seeds"] == [0]
     assert not list(out.glob(".results.json*"))  # atomic: no temporary file left
+    documented = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text(encoding="utf-8")
+    for key in [*doc, *doc["units"][0], *doc["summary"][0], *doc["timings"], *doc["host"]]:  # the schema page
+        assert f'"{key}"' in documented, key
     assert main(_probe(model, data_root, out)) == 0  # a resumed run: the same units, found in the store
     again = _strict(out / "results.json")
     assert again["timings"]["units_reused"] == 8 and not any(u["computed"] for u in again["units"])
