@@ -63,6 +63,9 @@ def test_the_monitor_writes_while_something_runs_and_stops_after(monkeypatch):
     assert len(lines) >= 2, lines
     assert lines[0].startswith("heartbeat: xeval run: 0/2 work items (0%)")
     assert " > predict 64: 3/4 batches (75%)" in lines[0]
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert monitor.line().startswith("heartbeat [rank 1/2]: xeval run: ")  # torchrun: whose line it is
     outer.close()  # closes what was started inside it and left open (an exception out of its loop)
     assert monitor.stack == [] and monitor.line() is None
     count = len(lines)

@@ -52,6 +52,12 @@ def _plural(unit: str, n: float) -> str:
     return unit if n == 1 or unit.endswith("s") else f"{unit}{'es' if unit.endswith(('ch', 'sh', 'x')) else 's'}"
 
 
+def _rank() -> str:
+    """`` [rank R/W]`` under torchrun (each rank writes its own lines), else nothing."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    return f" [rank {os.environ.get('RANK', '?')}/{world}]" if world.isdigit() and int(world) > 1 else ""
+
+
 class Activity:
     """One thing that runs: a label, optionally a count of ``unit`` out of ``total``, and a postfix (e.g. the loss).
     The same few methods as a tqdm bar (``update``, ``set_postfix``, ``set_postfix_str``, ``close``, ``n``,
@@ -159,7 +165,7 @@ class Monitor:
         if not stack:
             return None
         now = time.monotonic()
-        return "heartbeat: " + " > ".join(a.describe(now) for a in stack)
+        return f"heartbeat{_rank()}: " + " > ".join(a.describe(now) for a in stack)
 
     def _run(self) -> None:
         while self.enabled and self.interval > 0:
