@@ -82,6 +82,22 @@ def test_evaluate_fine_tuning_in_memory_store(data_root, tmp_path, monkeypatch):
 
 
 def test_evaluate_shows_progress_sets_threads_and_uses_a_cache_in_memory(data_root, tmp_path, monkeypatch, capfd):
+    import logging
+
+    from xeval.base import console
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XEVAL_HEARTBEAT", "0.01")
+    monkeypatch.delenv("XEVAL_CACHE", raising=False)
+    saved = console.state()  # as in a fresh interpreter: xeval's logger not configured (an earlier test's CLI did)
+    console.restore(([], logging.NOTSET, True, {"enabled": True}, False, 30.0))
+    try:
+        _evaluate_verbose_threads_cache(data_root, tmp_path, monkeypatch, capfd)
+    finally:
+        console.restore(saved)
+
+
+def _evaluate_verbose_threads_cache(data_root, tmp_path, monkeypatch, capfd):
     import re
 
     import torch
@@ -89,13 +105,10 @@ def test_evaluate_shows_progress_sets_threads_and_uses_a_cache_in_memory(data_ro
     from xeval.base.console import log
     from xeval.base.errors import UserError
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XEVAL_HEARTBEAT", "0.01")
-    monkeypatch.delenv("XEVAL_CACHE", raising=False)
     model, threads, handlers = str(tiny_model(data_root)), torch.get_num_threads(), list(log.handlers)
     capfd.readouterr()
     quiet = xeval.evaluate(model, data=data_root, **PROBE)
-    assert capfd.readouterr().err == ""  # default: warnings only
+    assert capfd.readouterr().err == ""  # default: xeval's logging as it was (Python's: warnings only)
     cache = tmp_path / "enc"
     first = xeval.evaluate(model, data=data_root, verbose=True, threads=1, cache=cache, **PROBE)
     err = capfd.readouterr().err

@@ -66,7 +66,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         quirks, see ``xeval.cards.compat``); recorded in every row's ``compat`` column and part of the unit's identity.
     verbose: ``True`` shows what ``xeval run`` shows on stderr while the call runs: its log lines, progress bars on a
         terminal, timestamps and heartbeat lines elsewhere (a notebook, a log file; ``$XEVAL_HEARTBEAT`` seconds
-        apart, default 30); ``2`` adds debugging lines. Default: warnings only. The logging setup is restored after.
+        apart, default 30); ``2`` adds debugging lines. The logging setup is restored after. Default (``False``): xeval's
+        logger (``logging.getLogger("xeval")``) as it is, which in a fresh interpreter shows warnings only.
     threads: torch CPU threads while the call runs (``--threads``; restored after). Default: torch's.
     cache: the encoding cache (frozen encoders' hidden states on disk, so a rerun with another layer or head does not
         encode again): ``None`` (default) uses ``$XEVAL_CACHE`` or ``<store>/cache``, none for ``store=None``;
