@@ -21,7 +21,8 @@ FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*(run|illustrative(?::\s*(.*?))?)\s*-->\s*$")
 COMMAND_LANGS = {"bash", "console"}
 OPERATORS = {";", "&&", "||", "|", "&"}
-NO_CHECK = {"cd", "echo", ".", "source", "ls", "cat", "mkdir"}  # shell plumbing: nothing of xeval's to check
+NO_CHECK = {"cd", "echo", ".", "source", "ls", "cat", "mkdir", "git", "tar"}  # shell plumbing: nothing to check
+WRAPPERS = {"env": {"-u"}, "time": set(), "/usr/bin/time": {"-o", "-f"}, "nice": {"-n"}, "nohup": set()}  # + valued options
 
 
 def doc_files() -> list[Path]:
@@ -127,10 +128,24 @@ def commands(block: Block) -> list[Command]:
 # ---------------------------------------------------------------------------------------------------- checks
 
 
+def unwrap(argv: list[str]) -> list[str]:
+    """The command under ``VAR=value``, ``env [-u NAME]``, ``time [-v]``, ``nice [-n N]`` and ``nohup``."""
+    while argv:
+        head = argv[0]
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", head):
+            argv = argv[1:]
+        elif head in WRAPPERS:
+            argv = argv[1:]
+            while argv and argv[0].startswith("-"):
+                argv = argv[1 + (argv[0] in WRAPPERS[head]):]  # an option, and its value where it takes one
+        else:
+            break
+    return argv
+
+
 def check(argv: list[str]) -> str | None:
     """None when ``argv`` is a valid command of a program these docs know, else why not."""
-    while argv and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[0]):  # VAR=value before a command
-        argv = argv[1:]
+    argv = unwrap(argv)
     if not argv or argv[0] in NO_CHECK:
         return None
     head = argv[0]
