@@ -4,6 +4,7 @@ subsampling, data identity, and the hub path through a local mirror."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_squad_training_set_drops_xquad_paragraphs(tmp_path):
 
 
 def _hub_rows():
-    import datasets
+    datasets = pytest.importorskip("datasets")  # the hub extra
 
     tags = datasets.ClassLabel(names=["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"])
     features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
@@ -129,6 +130,13 @@ def _hub_rows():
     return datasets.Dataset.from_dict(
         {"tokens": [["Angela", "Merkel", "spricht"], ["in", "Berlin"]], "ner_tags": [[1, 2, 0], [0, 5]],
          "langs": [["de"] * 3, ["de"] * 2]}, features=features)
+
+
+def test_hub_without_the_datasets_package_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # what `import datasets` meets where it is not installed
+    (tmp_path / "PAN-X.de").mkdir()
+    with pytest.raises(UserError, match=r"^--data hub needs the Hugging Face datasets package.*pip install 'xeval\[hub\]'$"):
+        load_examples(load_card("panx"), "de", "test", DataRoot.resolve(f"hub:{tmp_path}"))
 
 
 def test_hub_mirror_parquet_maps_class_labels(tmp_path):
@@ -147,7 +155,7 @@ def test_hub_mirror_parquet_maps_class_labels(tmp_path):
 
 
 def test_hub_mirror_save_to_disk_with_filter(tmp_path):
-    import datasets
+    datasets = pytest.importorskip("datasets")  # the hub extra
 
     rows = datasets.Dataset.from_dict({
         "language": ["de", "fr", "de"], "sentence1": ["a", "b", "c"], "sentence2": ["x", "y", "z"],
@@ -159,7 +167,7 @@ def test_hub_mirror_save_to_disk_with_filter(tmp_path):
 
 
 def test_hub_online_call_uses_pinned_revision(monkeypatch):
-    import datasets
+    datasets = pytest.importorskip("datasets")  # the hub extra
 
     calls = []
 

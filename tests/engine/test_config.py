@@ -27,7 +27,7 @@ def test_every_preset_resolves_at_every_size(name, size):
 
 
 def test_general_cpu_default_is_its_own_cpu_size():
-    # the measured CPU recipe (README "A CPU recipe"): 2 x 128, sequence contrast over 256 pairs a step + MLM, a
+    # the measured CPU recipe (docs/engine.md, "A CPU recipe"): 2 x 128, sequence contrast over 256 pairs a step + MLM, a
     # fixed number of steps (not a wall-clock budget), a BPE alphabet wide enough for Chinese and Japanese
     cfg = load_config("general-cpu")
     assert cfg.size == "cpu" and (cfg.model["num_hidden_layers"], cfg.model["hidden_size"]) == (2, 128)

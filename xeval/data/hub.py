@@ -53,10 +53,19 @@ def identity(card, lang: str, split: str) -> dict:
     return out
 
 
+def _datasets():
+    """The ``datasets`` package, an optional dependency (the ``hub`` extra): only ``--data hub`` needs it."""
+    try:
+        import datasets
+    except ImportError:
+        raise UserError("--data hub needs the Hugging Face datasets package, which is not installed: "
+                        "pip install 'xeval[hub]'") from None
+    return datasets
+
+
 def dataset(card, lang: str, split: str, mirror: Path | None = None):
     """The ``datasets.Dataset`` for one language and split (before filtering)."""
-    import datasets
-
+    datasets = _datasets()
     ident = identity(card, lang, split)
     if mirror is None:
         try:

@@ -73,7 +73,7 @@ class TrainConfig:
     # data.mono_batch / data.pair_batch, e.g. XLM-E's ~1M tokens per step on fewer devices
     bf16: bool = False  # bf16 autocast (fp32 weights)
     bf16_weights: bool = False  # with bf16: the weights themselves bf16, fp32 masters in the optimiser
-    # (engine/precision.py); no faster on the CPU measured (README "Training-step speed"), so not the default
+    # (engine/precision.py); no faster on the CPU measured (docs/measurements.md, "Training-step speed"), so not the default
     compile: bool = False
     seed: int = 0
     threads: int | None = 1  # torch.set_num_threads; None leaves torch's default

@@ -17,7 +17,6 @@ Remote code runs only when the user asks for it (``trust_remote_code``).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_files, hash_json
 from xeval.models import load_report
+from xeval.models.files import check_model_folder, locate_model
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
 
@@ -72,9 +72,6 @@ def state_hash(model: torch.nn.Module, config=None, tokenizer=None) -> str:
         digest.update(data.numpy().tobytes())
     return digest.hexdigest()
 
-
-# A hub repository id: "name" or "org/name" (what is neither, and is no folder, is a missing local path).
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 # Besides the weights (*.safetensors) and config.json, the files that change what a model computes for a text:
 # the tokenizer's (fast and slow formats) and a sentence-transformers folder's module configs (pooling, Dense,
@@ -156,15 +153,9 @@ class Encoder:
         self.revision = revision
         self.device = torch.device(device)
         local = Path(self.spec).expanduser()
-        self.is_local = local.exists()
+        self.is_local = locate_model(self.spec) is not None
         self.trust_remote_code = bool(trust_remote_code)
-        if not self.is_local and not HUB_ID.fullmatch(self.spec):
-            raise UserError(f"{self.spec}: no such model folder (and not a hub id like 'org/name')")
-        if self.is_local and not (local / "config.json").is_file():
-            raise UserError(f"{local}: expected a model directory with config.json, found none")
         if self.is_local:
-            from xeval.models.files import check_model_folder
-
             check_model_folder(local)
         source = str(local) if self.is_local else self.spec
         from safetensors import SafetensorError

@@ -12,9 +12,10 @@ instead of a traceback (or, worse, a silent substitute):
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from xeval.base.errors import DataError
+from xeval.base.errors import DataError, UserError
 from xeval.base.safe_files import check_safetensors
 from xeval.base.textfile import line_of, read_json
 
@@ -23,6 +24,24 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.b
                    "tokenizer.model", "sentencepiece.model")
 _SIZES = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "intermediate_size",
           "max_position_embeddings")
+
+
+# A hub repository id: "name" or "org/name" (what is neither, and is no folder, is a missing local path).
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def locate_model(spec: str) -> Path | None:
+    """The local folder ``spec`` names, or None for a hub id; one line when it is neither, or a folder without
+    ``config.json``. Reads no file, so ``xeval run`` checks the model this way before it looks for the data (a
+    mistyped model folder is reported as such on a machine without the data, too)."""
+    local = Path(spec).expanduser()
+    if not local.exists():
+        if not HUB_ID.fullmatch(spec):
+            raise UserError(f"{spec}: no such model folder (and not a hub id like 'org/name')")
+        return None
+    if not (local / "config.json").is_file():
+        raise UserError(f"{local}: expected a model directory with config.json, found none")
+    return local
 
 
 def check_model_folder(folder: Path) -> None:

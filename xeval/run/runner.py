@@ -32,6 +32,7 @@ from xeval.data.sources import DataRoot
 from xeval.models.devices import check_device, check_dtype
 from xeval.models.encoder import Encoder
 from xeval.models.encoding_cache import EncodingCache
+from xeval.models.files import locate_model
 from xeval.results.controls import check_control
 from xeval.results.memory import MemoryStore
 from xeval.results.store import Store
@@ -114,6 +115,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     # an unknown --set key, a bad value (--batch-size 0, --learning-rate nan, pooling=max) fails before any loading
     check_overrides(chosen, opts.recipe)
     tasks = task_options(opts.recipe, {card.type for card, _ in chosen}, opts.max_eval)
+    if encoder is None:  # a mistyped model folder is named before the data is looked for
+        locate_model(opts.model)
     data = DataRoot.resolve(opts.data)
     chosen, notes, errors = check_files(chosen, data, opts.setting)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
