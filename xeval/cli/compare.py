@@ -40,7 +40,11 @@ def add_arguments(parser) -> None:
                         help="allowed drop in points before a value counts as regressed (default 0)")
     parser.add_argument("--metric-tolerances", metavar="M=T,…",
                         help="per-metric tolerances overriding --tolerance, e.g. aer=2,acc_mean=1 "
-                             "(a key may be task:metric)")
+                             "(a key may be task:metric; one the baseline does not have is an error)")
+    parser.add_argument("--allow-different", metavar="WHAT,…", default="",
+                        help="let these differ from the baseline's without failing: examples (another number of "
+                             "evaluated examples), seeds, dtype; by default a number obtained otherwise fails "
+                             "as 'unlike' (docs/gate.md)")
     parser.add_argument("--model", help="the model to check when the current runs hold several")
     parser.add_argument("--out", metavar="FILE", help="also write the comparison (Markdown) here")
     parser.add_argument("--show-ok", action="store_true", help="list the values within tolerance too")
@@ -56,9 +60,12 @@ def run(args) -> int:
     if not args.baseline or not args.current:
         raise UserError("expected --baseline FILE and --current RUN (or --significance A B)")
     check_tolerance(args.tolerance, "--tolerance")
-    baseline, baseline_model = read_baseline(args.baseline)
-    current, current_model = baseline_entries(load_records(args.current), model=args.model)
-    result = compare(baseline, current, args.tolerance, parse_tolerances(args.metric_tolerances))
+    allow = [x.strip() for x in args.allow_different.split(",") if x.strip()]
+    baseline, baseline_model, metrics = read_baseline(args.baseline)
+    tolerances = parse_tolerances(args.metric_tolerances, baseline)
+    # a headline baseline is checked against the current run's headline metrics (the others are not "new")
+    current, current_model = baseline_entries(load_records(args.current), model=args.model, metrics=metrics)
+    result = compare(baseline, current, args.tolerance, tolerances, allow=allow)
     result.models = (baseline_model, current_model)
     text = render(result, show_ok=args.show_ok)
     sys.stdout.write(text)
