@@ -7,7 +7,8 @@
 #
 # Environment: XEVAL_DATA (default ../shared/data), CI_OUT (default .ci-out/ci-tiny), PYTHON (default python),
 # CI_TOLERANCE (default 0: everything here is seeded and single-threaded, so an unchanged recipe reproduces
-# every number exactly; a tolerance would only hide small regressions), CI_THREADS (default 1: torch threads of
+# every number exactly; a tolerance would only hide small regressions), CI_TOLERANCE_EXAMPLES (default 0; 1 for a
+# baseline written on another machine: each number may move by one of its examples), CI_THREADS (default 1: torch threads of
 # pre-training and evaluation) and CI_DTYPE (default float32: the evaluation's --dtype). The last two exist to
 # measure how far numbers drift across thread counts and precisions (docs/gate.md "Tolerance across machines").
 set -euo pipefail
@@ -17,6 +18,7 @@ PY=${PYTHON:-python}
 OUT=${CI_OUT:-.ci-out/ci-tiny}
 DATA=${XEVAL_DATA:-../shared/data}
 TOLERANCE=${CI_TOLERANCE:-0}
+TOLERANCE_EXAMPLES=${CI_TOLERANCE_EXAMPLES:-0}  # 1: a baseline from another machine (docs/gate.md)
 THREADS=${CI_THREADS:-1}
 DTYPE=${CI_DTYPE:-float32}
 BASELINE=reports/baselines/ci-tiny.json
@@ -67,6 +69,7 @@ if [ "${1:-}" = "--refresh" ]; then
     echo "ci-checkpoint: refreshed $BASELINE and reports/ci-tiny/ (review the diff, then commit both)"
 else
     $PY -m xeval compare --baseline "$BASELINE" --current "$OUT/runs" --tolerance "$TOLERANCE" \
+        --tolerance-examples "$TOLERANCE_EXAMPLES" \
         --out "$OUT/compare.md"
 fi
 echo "ci-checkpoint: done in ${SECONDS}s"

@@ -154,6 +154,19 @@ def test_the_gate_fails_a_number_obtained_otherwise(tmp_path, capfd, case):
     assert out.startswith("PASS") and f"--allow-different {what[case]}" in out, out
 
 
+def test_a_tolerance_in_examples_allows_one_flipped_example_of_each_number(tmp_path, capfd):
+    base = [_rec(value=50.0, n=200), _rec(lang="fr", value=50.0, n=50)]
+    one_flip = [_rec(value=49.5, n=200), _rec(lang="fr", value=48.0, n=50)]  # one of 200, one of 50
+    assert _gate(capfd, tmp_path, base, one_flip).startswith("FAIL: 2 regressed")
+    out = _gate(capfd, tmp_path, base, one_flip, "--tolerance-examples", "1", status=0)
+    assert out.startswith("PASS: 0 regressed, 0 missing, 0 improved, 2 within tolerance") and "1 example(s)" in out
+    two_flips = [_rec(value=49.0, n=200), _rec(lang="fr", value=48.0, n=50)]
+    assert _gate(capfd, tmp_path, base, two_flips, "--tolerance-examples", "1").startswith("FAIL: 1 regressed")
+    error = one_error(capfd, ["compare", "--baseline", str(tmp_path / "b.json"), "--current", str(tmp_path / "cur"),
+                              "--tolerance-examples", "nan"])
+    assert "--tolerance-examples" in error and "finite" in error, error
+
+
 @pytest.mark.parametrize("case", ["split", "probe mode", "compat"])
 def test_the_gate_says_where_a_missing_number_went(tmp_path, capfd, case):
     cur = {"split": _rec(split="dev"), "probe mode": _rec(mode="probe", seed=0), "compat": _rec()}[case]

@@ -214,6 +214,7 @@ class Comparison:
     models: tuple = (None, None)  # (baseline model key, current model key), for the report only
     unchecked: list = field(default_factory=list)  # conditions the baseline does not record (an older xeval wrote it)
     allowed: list = field(default_factory=list)  # conditions --allow-different lets differ
+    tolerance_examples: float = 0.0  # --tolerance-examples: what many examples of an entry weigh, in points
 
     @property
     def failed(self) -> bool:
@@ -245,9 +246,12 @@ def _elsewhere(entry: dict, current: list[dict]) -> str:
 
 
 def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
-            metric_tolerances: dict[str, float] | None = None, allow=()) -> Comparison:
+            metric_tolerances: dict[str, float] | None = None, allow=(), tolerance_examples: float = 0.0) -> Comparison:
     """Check every baseline entry against the current entries (both as made by ``baseline_entries``); ``allow``:
-    conditions of ``CONDITIONS`` that may differ (the row then says so and is judged on its value)."""
+    conditions of ``CONDITIONS`` that may differ (the row then says so and is judged on its value).
+    ``tolerance_examples`` K: an entry may also move by what K of its examples weigh, 100 * K / n_examples points
+    (one Tatoeba query of 200 is 0.5; one of 50 XNLI pairs 2), the granularity at which float drift between machines
+    shows (docs/gate.md)."""
     metric_tolerances = metric_tolerances or {}
     unknown = sorted(set(allow) - set(CONDITIONS))
     if unknown:
@@ -260,6 +264,9 @@ def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
         seen.add(key)
         tol = metric_tolerances.get(f"{entry['task']}:{entry['metric']}",
                                     metric_tolerances.get(entry["metric"], tolerance))
+        n = entry.get("n_examples")
+        if tolerance_examples and isinstance(n, int) and n > 0:
+            tol = max(tol, 100.0 * tolerance_examples / n)
         cur = now.get(key)
         if entry["value"] is None or not math.isfinite(float(entry["value"])):
             # the baseline has no number here (NaN written as null): nothing to be "within tolerance" of
@@ -291,13 +298,16 @@ def compare(baseline: list[dict], current: list[dict], tolerance: float = 0.0,
     frame = pd.DataFrame(rows, columns=[*KEY, "baseline", "current", "change", "tolerance", "status", "reason"])
     unchecked = [name for name, k in CONDITIONS.items() if baseline and any(k not in e for e in baseline)
                  and any(k in e for e in current)]
-    return Comparison(frame, tolerance, metric_tolerances, unchecked=unchecked, allowed=sorted(allow))
+    return Comparison(frame, tolerance, metric_tolerances, unchecked=unchecked, allowed=sorted(allow),
+                      tolerance_examples=tolerance_examples)
 
 
 def render(result: Comparison, show_ok: bool = False) -> str:
     """A summary line and a Markdown table of what regressed, went missing, was obtained otherwise and improved."""
     counts = {s: result.count(s) for s in ("regressed", "missing", "unlike", "improved", "ok", "new")}
     extra = "".join(f", {k}={v:g}" for k, v in result.metric_tolerances.items())
+    if result.tolerance_examples:
+        extra += f", or {result.tolerance_examples:g} example(s) of each number"
     verdict = "FAIL" if result.failed else "PASS"
     unlike = f", {counts['unlike']} unlike (other examples, seeds or dtype)" if counts["unlike"] else ""
     lines = [f"{verdict}: {counts['regressed']} regressed, {counts['missing']} missing, {counts['improved']} improved, "
