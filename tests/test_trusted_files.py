@@ -473,6 +473,8 @@ BAD_VALUES = {
     "a temperature of 0": ("objectives.xlco.temperature=0", "temperature must be a number > 0, found 0"),
     "a boolean that is a number": ("objectives.tlm.position_reset=2", "position_reset must be true or false"),
     "a string width": ("model.hidden_size=wide", "model.hidden_size must be a number, got 'wide'"),
+    "an unknown cleaning option": ("data.clean.min_leters=2", "unknown key(s) ['min_leters'] in data.clean"),
+    "a similarity above 1": ("data.clean.near_identical=1.5", "data.clean.near_identical must be a number in [0, 1]"),
 }
 
 

@@ -163,6 +163,11 @@ MODEL_OPTIONS = {  # model.<key> of engine/model.py's XevalConfig
     "initializer_range": ("float", "> 0"), "pre_norm": ("bool", None), "bias": ("bool", None),
     "tie_word_embeddings": ("bool", None), "language_embeddings": ("bool", None),
 }
+CLEAN_OPTIONS = {  # data.clean.<key> of engine/cleaning.py's CleanConfig (drop_catalogs: a list of prefixes)
+    "enabled": ("bool", None), "min_letters": ("int", ">= 0"), "min_words_en": ("int", ">= 0"),
+    "near_identical": ("float", "in [0, 1]"), "mono_min_chars": ("int", ">= 0"),
+    "mono_min_letter_share": ("float", "in [0, 1]"),
+}
 
 
 def typed(value, kind: str, key: str, source: str):
@@ -239,6 +244,15 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
          "an integer >= 1 or null")
     need(_number(dc.alpha) and dc.alpha >= 0, "data.alpha", dc.alpha, "a finite number >= 0")
     need(isinstance(dc.pairs_as_mono, bool), "data.pairs_as_mono", dc.pairs_as_mono, "true or false")
+    if not isinstance(dc.clean, dict):
+        raise ConfigError(f"{source}: data.clean must be a mapping of cleaning options, found {dc.clean!r:.60}")
+    unknown = sorted(set(dc.clean) - set(CLEAN_OPTIONS) - {"drop_catalogs"})
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown} in data.clean; expected some of "
+                          f"{sorted([*CLEAN_OPTIONS, 'drop_catalogs'])}")
+    for key, value in dc.clean.items():
+        if key in CLEAN_OPTIONS:
+            dc.clean[key] = _check_range(value, *CLEAN_OPTIONS[key], f"data.clean.{key}", source)
     for key, value in cfg.model.items():
         if key in MODEL_OPTIONS and value is not None:
             cfg.model[key] = _check_range(value, *MODEL_OPTIONS[key], f"model.{key}", source)

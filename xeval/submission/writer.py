@@ -18,8 +18,9 @@
   the manifest does not list (copied in from elsewhere), makes ``xeval score`` refuse the folder rather than score a
   mixture under the run's name; an entry without its SHA-256 counts as unlisted (nothing says the file is the one
   exported). A folder assembled by hand on purpose is scored once its manifest is deleted. The manifest's
-  read-merge-write holds a file lock (``<task>/.xeval-manifest.lock``), so workers exporting into one folder at
-  once (shards, torchrun ranks) never drop each other's entries.
+  read-merge-write holds an OS lock on the task folder (``xeval.base.atomic.locked_folder``; no lock file is left
+  in the submission), so workers exporting into one folder at once (shards, torchrun ranks) never drop each
+  other's entries.
 - ``--export-predictions`` and ``--export-labels`` must name two separate folders (neither inside the other): gold
   and predictions share file names, so one would overwrite the other (``check_export_folders``).
 """
@@ -30,7 +31,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from xeval.base.atomic import write_json, write_text
+from xeval.base.atomic import locked_folder, write_json, write_text
 from xeval.base.errors import DataError, UserError
 from xeval.base.hashing import hash_json
 from xeval.base.textfile import read_json
@@ -38,7 +39,6 @@ from xeval.results.identity import HASH_LENGTH, METRIC_VERSION
 from xeval.results.store import slug
 
 MANIFEST = "xeval-manifest.json"
-LOCK = ".xeval-manifest.lock"
 _MANIFEST_SCHEMA = "xeval.export-manifest/1"
 # what must agree between the files of one task folder (layer, mode and compat are recorded; a sweep's chosen
 # layer may differ per language by design, and mode and compat are already in the run hash)
@@ -124,10 +124,7 @@ def record_exports(folder: str | Path, entries: dict[str, dict]) -> None:
     # the bytes as exported (files are written before they are recorded): check_manifest compares them
     entries = {name: {**entry, "sha256": _sha256(Path(folder) / name)} if (Path(folder) / name).is_file() else entry
                for name, entry in entries.items()}
-    from filelock import FileLock
-
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    with FileLock(str(Path(folder) / LOCK)):  # another worker's merge must not be lost between our read and write
+    with locked_folder(folder):  # another worker's merge must not be lost between our read and write
         files = {**(read_manifest(folder) or {}), **entries}
         write_json(Path(folder) / MANIFEST, {"schema": _MANIFEST_SCHEMA, "files": dict(sorted(files.items()))})
 
