@@ -7,7 +7,10 @@
 #
 # Environment: XEVAL_DATA (default ../shared/data), CI_OUT (default .ci-out/ci-tiny), PYTHON (default python),
 # CI_TOLERANCE (default 0: everything here is seeded and single-threaded, so an unchanged recipe reproduces
-# every number exactly; a tolerance would only hide small regressions).
+# every number exactly; a tolerance would only hide small regressions), CI_TOLERANCE_EXAMPLES (default 0; 1 for a
+# baseline written on another machine: each number may move by one of its examples), CI_THREADS (default 1: torch threads of
+# pre-training and evaluation) and CI_DTYPE (default float32: the evaluation's --dtype). The last two exist to
+# measure how far numbers drift across thread counts and precisions (docs/gate.md "Tolerance across machines").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,8 +18,11 @@ PY=${PYTHON:-python}
 OUT=${CI_OUT:-.ci-out/ci-tiny}
 DATA=${XEVAL_DATA:-../shared/data}
 TOLERANCE=${CI_TOLERANCE:-0}
+TOLERANCE_EXAMPLES=${CI_TOLERANCE_EXAMPLES:-0}  # 1: a baseline from another machine (docs/gate.md)
+THREADS=${CI_THREADS:-1}
+DTYPE=${CI_DTYPE:-float32}
 BASELINE=reports/baselines/ci-tiny.json
-export PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+export PYTHONHASHSEED=0 OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS TOKENIZERS_PARALLELISM=false
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 rm -rf "$OUT"
@@ -30,12 +36,14 @@ SECONDS=0
 TOKENIZER=reports/ci-tiny/tokenizer
 TOK=()
 [ -f "$TOKENIZER/tokenizer.json" ] && TOK=(--set "tokenizer.path=$TOKENIZER")
-$PY -m xeval pretrain --config xlm --size micro --set model.num_hidden_layers=4 "${TOK[@]}" --data "$DATA" \
+$PY -m xeval pretrain --config xlm --size micro --set model.num_hidden_layers=4 --set "train.threads=$THREADS" \
+    "${TOK[@]}" --data "$DATA" \
     --out "$OUT/ci-tiny" > "$OUT/pretrain.log"
 echo "ci-checkpoint: checkpoint ready after ${SECONDS}s"
 
 # 2. Evaluate. One thread and fixed seeds make every number reproducible on the same versions.
-RUN=($PY -m xeval run --model "$OUT/ci-tiny" --data "$DATA" --out "$OUT/runs" --device cpu --threads 1)
+RUN=($PY -m xeval run --model "$OUT/ci-tiny" --data "$DATA" --out "$OUT/runs" --device cpu --threads "$THREADS"
+     --dtype "$DTYPE")
 # The seven fine-tuning tasks of xtreme-mini, subsampled (a suite language missing from --langs is skipped, e.g.
 # PAWS-X has no en/ar here). Tagging trains long enough to land far above chance (1000 English sentences, two
 # epochs, a learning rate for a tiny model), so a broken label alignment or metric shows as a large drop; the other
@@ -61,6 +69,7 @@ if [ "${1:-}" = "--refresh" ]; then
     echo "ci-checkpoint: refreshed $BASELINE and reports/ci-tiny/ (review the diff, then commit both)"
 else
     $PY -m xeval compare --baseline "$BASELINE" --current "$OUT/runs" --tolerance "$TOLERANCE" \
+        --tolerance-examples "$TOLERANCE_EXAMPLES" \
         --out "$OUT/compare.md"
 fi
 echo "ci-checkpoint: done in ${SECONDS}s"

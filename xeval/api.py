@@ -85,6 +85,9 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
 
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise UserError(f"threads: expected an integer >= 1, found {threads!r}")
+    _check_arguments(tasks=tasks, langs=langs, seeds=seeds, layers=layers, max_eval=max_eval, suite=suite,
+                     device=device, setting=setting, recipe=recipe, control=control, overwrite=overwrite, mode=mode,
+                     compat=compat)
     encoder = None
     if isinstance(model, Encoder):
         encoder = model
@@ -118,13 +121,51 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
         torch.set_num_threads(torch_threads)
 
 
-def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.DataFrame:
+def load_results(path: str | os.PathLike | Iterable[str | os.PathLike], partial: bool = False) -> pd.DataFrame:
     """The records of a store folder (``xeval run --out``), a record file, or several of them, as ``evaluate``
-    returns them (one row per unit)."""
+    returns them (one row per unit). A run split into shards must be whole unless ``partial`` (``report --partial``)."""
     from xeval.results.store import load_records
 
     paths = [path] if isinstance(path, str | os.PathLike) else list(path)
-    return records_frame(load_records(paths))
+    return records_frame(load_records(paths, partial=partial))
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_arguments(**given) -> None:
+    """The argument types ``xeval run``'s parser enforces, for the Python API: ``max_eval=True`` is not one example
+    and ``max_eval=16.9`` not sixteen; a wrong type is a UserError naming the argument."""
+    def fail(name: str, expected: str):
+        raise UserError(f"xeval.evaluate: {name}: expected {expected}, found {given[name]!r:.60} "
+                        f"({type(given[name]).__name__})")
+
+    if given["max_eval"] is not None and not (_integer(given["max_eval"]) and given["max_eval"] >= 1):
+        fail("max_eval", "an integer >= 1 or None")
+    seeds = given["seeds"]
+    if not (_integer(seeds) or isinstance(seeds, str)
+            or (isinstance(seeds, list | tuple) and seeds and all(_integer(s) for s in seeds))):
+        fail("seeds", "a count, a list of integer seeds or a comma-separated string")
+    layers = given["layers"]
+    if not (layers is None or _integer(layers) or isinstance(layers, str)
+            or (isinstance(layers, list | tuple) and layers and all(_integer(k) for k in layers))):
+        fail("layers", "'all', an integer or a list of integers")
+    for name in ("tasks", "langs"):
+        value = given[name]
+        if not (value is None or isinstance(value, str)
+                or (isinstance(value, list | tuple) and all(isinstance(x, str) for x in value))):
+            fail(name, "a name, a comma-separated string or a list of names")
+    for name in ("suite", "device", "setting", "mode", "compat"):
+        if not isinstance(given[name], str):
+            fail(name, "a string")
+    if given["control"] is not None and not isinstance(given["control"], str):
+        fail("control", "'random-init' or None")
+    if not isinstance(given["overwrite"], bool):
+        fail("overwrite", "True or False")
+    if given["recipe"] is not None and not (isinstance(given["recipe"], dict)
+                                            and all(isinstance(k, str) for k in given["recipe"])):
+        fail("recipe", "a dict of recipe fields")
 
 
 def _cache_folder(cache, store) -> str | None:

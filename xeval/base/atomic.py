@@ -25,6 +25,29 @@ def atomic_path(path: str | Path):
         raise
 
 
+@contextmanager
+def locked_folder(folder: str | Path):
+    """Hold an exclusive OS lock on ``folder`` itself (``flock`` on the directory) while the block runs, so a
+    read-merge-write of a file in it by several processes never loses one's update; nothing is left in the folder.
+    The lock goes with the process (a killed writer never blocks the next)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: a lock file beside the folder
+        from filelock import FileLock
+
+        with FileLock(str(folder.parent / f".{folder.name}.lock")):
+            yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)

@@ -39,9 +39,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--layer", default="best", help="--significance, probes: the layer to test (default: best)")
     parser.add_argument("--tolerance", type=float, default=0.0, metavar="T",
                         help="allowed drop in points before a value counts as regressed (default 0)")
+    parser.add_argument("--tolerance-examples", type=float, default=0.0, metavar="K",
+                        help="also allow each number to move by what K of its examples weigh (100*K/n points): "
+                             "1 holds across machines and thread counts for the CI checkpoint (docs/gate.md)")
     parser.add_argument("--metric-tolerances", metavar="M=T,…",
                         help="per-metric tolerances overriding --tolerance, e.g. aer=2,acc_mean=1 "
-                             "(a key may be task:metric)")
+                             "(a key may be task:metric; one the baseline does not have is an error)")
+    parser.add_argument("--allow-different", metavar="WHAT,…", default="",
+                        help="let these differ from the baseline's without failing: examples (another number of "
+                             "evaluated examples), seeds, dtype; by default a number obtained otherwise fails "
+                             "as 'unlike' (docs/gate.md)")
     parser.add_argument("--model", help="the model to check when the current runs hold several")
     parser.add_argument("--out", metavar="FILE", help="also write the comparison (in --format) here")
     parser.add_argument("--format", default="markdown", choices=["markdown", "json", "junit"],
@@ -60,9 +67,14 @@ def run(args) -> int:
     if not args.baseline or not args.current:
         raise UserError("expected --baseline FILE and --current RUN (or --significance A B)")
     check_tolerance(args.tolerance, "--tolerance")
-    baseline, baseline_model = read_baseline(args.baseline)
-    current, current_model = baseline_entries(load_records(args.current), model=args.model)
-    result = compare(baseline, current, args.tolerance, parse_tolerances(args.metric_tolerances))
+    check_tolerance(args.tolerance_examples, "--tolerance-examples")
+    allow = [x.strip() for x in args.allow_different.split(",") if x.strip()]
+    baseline, baseline_model, metrics = read_baseline(args.baseline)
+    tolerances = parse_tolerances(args.metric_tolerances, baseline)
+    # a headline baseline is checked against the current run's headline metrics (the others are not "new")
+    current, current_model = baseline_entries(load_records(args.current), model=args.model, metrics=metrics)
+    result = compare(baseline, current, args.tolerance, tolerances, allow=allow,
+                     tolerance_examples=args.tolerance_examples)
     result.models = (baseline_model, current_model)
     text = render(result, show_ok=args.show_ok) if args.format == "markdown" else FORMATS[args.format](result)
     sys.stdout.write(text)

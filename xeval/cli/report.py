@@ -50,7 +50,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--layer", default="best", metavar="K|best",
                         help="probes: the hidden_states index shown in per-language tables (default: best)")
     parser.add_argument("--model", help="baseline: the model to take when the runs hold several")
+    parser.add_argument("--baseline-metrics", choices=["all", "headline"], default="all",
+                        help="baseline: every metric of every record (default) or the headline metric of each task "
+                             "(the one tables show): one entry per task, language, split and layer")
     parser.add_argument("--title", default="xeval report", help="heading of a Markdown report")
+    parser.add_argument("--partial", action="store_true",
+                        help="report a run whose shards are not all finished (or were run with other settings); "
+                             "what is missing is printed as a note instead of failing")
 
 
 def _renames(items: list[str]) -> dict[str, str]:
@@ -78,9 +84,9 @@ def run(args) -> int:
         check_output(args.out, "--out", folder=False)
     if args.plot and args.figures:
         check_output(args.figures, "--figures", folder=True)
-    records = load_records(args.runs)
+    records = load_records(args.runs, partial=args.partial)
     if args.format == "baseline":
-        doc = baseline_document(records, model=args.model, sources=args.runs)
+        doc = baseline_document(records, model=args.model, sources=args.runs, metrics=args.baseline_metrics)
         _emit(dump_baseline(doc), args.out)
         return 0
     results = Results(records, split=args.split, layer=parse_layer(args.layer), rename=_renames(args.rename),

@@ -2,7 +2,15 @@
 (``tasks/pretrain/sizes.yaml``), both read through ``xeval.base.shipped.tasks_root()``.
 
 Resolution, later wins: ``sizes.yaml[size]`` -> the preset's top-level sections -> the preset's ``sizes[size]``
-section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigError`` naming the file.
+section -> ``--set section.key=value`` overrides. Unknown keys are a ``ConfigError`` naming the file. A config file
+of your own, outside the presets folder, gets its sizes from the shipped ``sizes.yaml`` (and from a ``sizes.yaml``
+beside it, which wins).
+
+Nothing is taken on trust: YAML is read by ``xeval.base.strict_yaml`` (a key twice is an error, ``010`` is ten,
+``1e3`` and ``5e-4`` are numbers alike), and every numeric option has a type and a range, checked before anything is
+read or written: integers are integers (``true`` is not one; ``1e3`` is accepted where it is exactly 1000), objective
+weights are >= 0, masking probabilities lie in (0, 1], dropouts in [0, 1), and so on (``_check_values``,
+``OBJECTIVE_OPTIONS``, ``MODEL_OPTIONS``).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from xeval.base import strict_yaml
 from xeval.base.errors import ConfigError
 from xeval.base.shipped import tasks_root
 from xeval.base.textfile import read_utf8
@@ -124,46 +133,143 @@ class PretrainConfig:
 MIN_VOCAB = 361  # 4 specials + 256 byte pieces + <mask> + at least 100 learned pieces (engine/tokenizer.py)
 
 
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# a range as the message says it -> (low, high, low excluded, high excluded); None: unbounded on that side
+_RANGES = {
+    ">= 0": (0, None, False, False), "> 0": (0, None, True, False), ">= 1": (1, None, False, False),
+    "in (0, 1]": (0, 1, True, False), "in [0, 1]": (0, 1, False, False), "in [0, 1)": (0, 1, False, True),
+}
+OBJECTIVE_OPTIONS = {  # objectives.<name>.<option>: (kind, range); the objectives read them in engine/objectives/
+    "weight": ("float", ">= 0"), "mask_prob": ("float", "in (0, 1]"), "mask_frac": ("float", "in [0, 1]"),
+    "random_frac": ("float", "in [0, 1]"), "disc_weight": ("float", ">= 0"), "temperature": ("float", "> 0"),
+    "momentum": ("float", "in [0, 1]"), "queue_size": ("int", ">= 1"), "max_links": ("int", ">= 1"),
+    "enable_step": ("int", ">= 0"), "generator_layers": ("int", ">= 1"), "generator_ffn": ("int", ">= 1"),
+    "position_reset": ("bool", None), "concat": ("bool", None), "synonyms": ("bool", None), "mixup": ("bool", None),
+    "projection": ("bool", None),
+}
+MODEL_OPTIONS = {  # model.<key> of engine/model.py's XevalConfig
+    "vocab_size": ("int", ">= 1"), "hidden_size": ("int", ">= 1"), "num_hidden_layers": ("int", ">= 1"),
+    "num_attention_heads": ("int", ">= 1"), "intermediate_size": ("int", ">= 1"),
+    "max_position_embeddings": ("int", ">= 1"), "relative_buckets": ("int", ">= 1"),
+    "relative_max_distance": ("int", ">= 1"), "hidden_dropout_prob": ("float", "in [0, 1)"),
+    "attention_probs_dropout_prob": ("float", "in [0, 1)"), "layer_norm_eps": ("float", "> 0"),
+    "initializer_range": ("float", "> 0"), "pre_norm": ("bool", None), "bias": ("bool", None),
+    "tie_word_embeddings": ("bool", None), "language_embeddings": ("bool", None),
+}
+CLEAN_OPTIONS = {  # data.clean.<key> of engine/cleaning.py's CleanConfig (drop_catalogs: a list of prefixes)
+    "enabled": ("bool", None), "min_letters": ("int", ">= 0"), "min_words_en": ("int", ">= 0"),
+    "near_identical": ("float", "in [0, 1]"), "mono_min_chars": ("int", ">= 0"),
+    "mono_min_letter_share": ("float", "in [0, 1]"),
+}
+
+
+def typed(value, kind: str, key: str, source: str):
+    """``value`` as an option of ``kind`` ("int", "float", "bool"), or a ConfigError naming ``key``. Integers
+    accept an exact float (``1e3`` -> 1000, never 16.9 -> 16) or such text; a bool is no number."""
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {key} must be true or false, found {value!r:.60}")
+        return value
+    if isinstance(value, str):  # --set values and strings of older YAML readers
+        try:
+            value = float(value) if kind == "float" or not value.strip().lstrip("+-").isdigit() else int(value)
+        except ValueError:
+            raise ConfigError(f"{source}: {key} must be a number, got {value!r}") from None
+    if not _number(value):
+        raise ConfigError(f"{source}: {key} must be {'an integer' if kind == 'int' else 'a number'}, found {value!r:.60}")
+    if kind == "int":
+        if float(value) != int(value):
+            raise ConfigError(f"{source}: {key} must be an integer, found {value!r}")
+        return int(value)
+    return float(value)
+
+
+def _check_range(value, kind: str, bounds: str | None, key: str, source: str):
+    value = typed(value, kind, key, source)
+    if bounds is not None:
+        low, high, open_low, open_high = _RANGES[bounds]
+        ok = (low is None or (value > low if open_low else value >= low)) and \
+             (high is None or (value < high if open_high else value <= high))
+        if not ok:
+            what = {"int": "an integer", "float": "a number"}[kind]
+            raise ConfigError(f"{source}: {key} must be {what} {bounds}, found {value!r}")
+    return value
+
+
 def _check_values(cfg: PretrainConfig, source: str) -> None:
-    """Values that would fail deep inside training (or train nothing) are a ConfigError naming the key."""
+    """Values that would fail deep inside training (or train nothing, or the wrong thing) are a ConfigError naming
+    the key."""
     tc, dc, kc = cfg.train, cfg.data, cfg.tokenizer
 
     def need(ok: bool, key: str, value, what: str) -> None:
         if not ok:
             raise ConfigError(f"{source}: {key} must be {what}, found {value!r}")
 
-    def number(value) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-    need(isinstance(tc.steps, int) and tc.steps >= 0, "train.steps", tc.steps, "an integer >= 0")
-    need(number(tc.lr) and tc.lr > 0, "train.lr", tc.lr, "a finite number > 0")
-    need(tc.max_seconds is None or (number(tc.max_seconds) and tc.max_seconds > 0), "train.max_seconds",
+    need(_integer(tc.steps) and tc.steps >= 0, "train.steps", tc.steps, "an integer >= 0")
+    need(_number(tc.lr) and tc.lr > 0, "train.lr", tc.lr, "a finite number > 0")
+    need(tc.max_seconds is None or (_number(tc.max_seconds) and tc.max_seconds > 0), "train.max_seconds",
          tc.max_seconds, "a finite number of seconds > 0")
     for key in ("warmup", "seed"):
-        need(isinstance(getattr(tc, key), int) and getattr(tc, key) >= 0, f"train.{key}", getattr(tc, key),
-             "an integer >= 0")
-    for key in ("log_every", "save_every", "keep"):
-        need(isinstance(getattr(tc, key), int) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key),
-             "an integer >= 1")
-    need(tc.export_every is None or (isinstance(tc.export_every, int) and not isinstance(tc.export_every, bool)
-                                     and tc.export_every >= 1), "train.export_every", tc.export_every,
-         "an integer >= 1 or null")
-    need(tc.threads is None or (isinstance(tc.threads, int) and tc.threads >= 1), "train.threads", tc.threads,
-         "an integer >= 1 or null")
+        need(_integer(getattr(tc, key)) and getattr(tc, key) >= 0, f"train.{key}", getattr(tc, key), "an integer >= 0")
+    for key in ("log_every", "save_every", "keep", "accumulate"):
+        need(_integer(getattr(tc, key)) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key), "an integer >= 1")
+    for key, low in (("export_every", 1), ("stop_after", 0), ("threads", 1)):
+        value = getattr(tc, key)
+        need(value is None or (_integer(value) and value >= low), f"train.{key}", value, f"an integer >= {low} or null")
+    for key in ("weight_decay", "clip"):
+        need(_number(getattr(tc, key)) and getattr(tc, key) >= 0, f"train.{key}", getattr(tc, key),
+             "a finite number >= 0")
+    for key in ("beta1", "beta2"):
+        need(_number(getattr(tc, key)) and 0 <= getattr(tc, key) < 1, f"train.{key}", getattr(tc, key),
+             "a number in [0, 1)")
+    need(_number(tc.eps) and tc.eps > 0, "train.eps", tc.eps, "a finite number > 0")
+    for key in ("bf16", "bf16_weights", "compile"):
+        need(isinstance(getattr(tc, key), bool), f"train.{key}", getattr(tc, key), "true or false")
     need(not tc.bf16_weights or tc.bf16, "train.bf16_weights", tc.bf16_weights, "false unless train.bf16 is true")
-    need(isinstance(kc.vocab_size, int) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,
+    need(_integer(kc.vocab_size) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,
          f"an integer >= {MIN_VOCAB} (specials, 256 byte pieces and at least 100 learned pieces)")
-    need(isinstance(kc.sample_lines, int) and kc.sample_lines >= 1, "tokenizer.sample_lines", kc.sample_lines,
-         "an integer >= 1")
-    for key in ("seq_len", "pair_max_side", "mono_batch", "pair_batch"):
-        need(isinstance(getattr(dc, key), int) and getattr(dc, key) >= 1, f"data.{key}", getattr(dc, key),
+    for key in ("sample_lines", "alphabet"):
+        need(_integer(getattr(kc, key)) and getattr(kc, key) >= 1, f"tokenizer.{key}", getattr(kc, key),
              "an integer >= 1")
-    need(number(dc.alpha) and dc.alpha >= 0, "data.alpha", dc.alpha, "a finite number >= 0")
+    for key in ("seq_len", "pair_max_side", "mono_batch", "pair_batch"):
+        need(_integer(getattr(dc, key)) and getattr(dc, key) >= 1, f"data.{key}", getattr(dc, key), "an integer >= 1")
+    need(dc.max_lines is None or (_integer(dc.max_lines) and dc.max_lines >= 1), "data.max_lines", dc.max_lines,
+         "an integer >= 1 or null")
+    need(_number(dc.alpha) and dc.alpha >= 0, "data.alpha", dc.alpha, "a finite number >= 0")
+    need(isinstance(dc.pairs_as_mono, bool), "data.pairs_as_mono", dc.pairs_as_mono, "true or false")
+    if not isinstance(dc.clean, dict):
+        raise ConfigError(f"{source}: data.clean must be a mapping of cleaning options, found {dc.clean!r:.60}")
+    unknown = sorted(set(dc.clean) - set(CLEAN_OPTIONS) - {"drop_catalogs"})
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown} in data.clean; expected some of "
+                          f"{sorted([*CLEAN_OPTIONS, 'drop_catalogs'])}")
+    for key, value in dc.clean.items():
+        if key in CLEAN_OPTIONS:
+            dc.clean[key] = _check_range(value, *CLEAN_OPTIONS[key], f"data.clean.{key}", source)
+    for key, value in cfg.model.items():
+        if key in MODEL_OPTIONS and value is not None:
+            cfg.model[key] = _check_range(value, *MODEL_OPTIONS[key], f"model.{key}", source)
+    for name, opts in cfg.objectives.items():
+        for key, value in opts.items():
+            if key in OBJECTIVE_OPTIONS:
+                opts[key] = _check_range(value, *OBJECTIVE_OPTIONS[key], f"objectives.{name}.{key}", source)
+        if float(opts.get("mask_frac", 0)) + float(opts.get("random_frac", 0)) > 1:
+            raise ConfigError(f"{source}: objectives.{name}.mask_frac + random_frac must be <= 1 (the rest of the "
+                              f"masked positions keep their token), found {opts.get('mask_frac')} + "
+                              f"{opts.get('random_frac')}")
 
 
 def trained_objectives(objectives: dict, source: str = "config") -> dict:
     """The objectives a run trains: ``null`` (``--set objectives.tlm=null``) or ``weight: 0`` removes one, so an
-    ablation "without X" never trains X. Each value is a mapping of that objective's options."""
+    ablation "without X" never trains X. Each value is a mapping of that objective's options; a weight is a number
+    >= 0 (a negative one would maximise the loss)."""
     if not isinstance(objectives, dict):
         raise ConfigError(f"{source}: objectives must be a mapping of name -> options, got {objectives!r}")
     out = {}
@@ -172,10 +278,7 @@ def trained_objectives(objectives: dict, source: str = "config") -> dict:
             continue
         if not isinstance(opts, dict):
             raise ConfigError(f"{source}: objectives.{name} must be a mapping of options or null, got {opts!r}")
-        try:
-            weight = float(opts.get("weight", 1.0))
-        except (TypeError, ValueError):
-            raise ConfigError(f"{source}: objectives.{name}.weight must be a number, got {opts['weight']!r}") from None
+        weight = _check_range(opts.get("weight", 1.0), "float", ">= 0", f"objectives.{name}.weight", source)
         if weight != 0.0:
             out[name] = dict(opts)
     return out
@@ -189,11 +292,9 @@ def _build(cls, values: dict, source: str, section: str):
     types = {f.name: str(f.type) for f in fields(cls)}
     out = {}
     for k, v in values.items():
-        if isinstance(v, str) and types[k].split(" ")[0] in ("float", "int"):
-            try:  # YAML 1.1 reads "2e-3" (no dot) as a string
-                v = float(v) if types[k].startswith("float") else int(v)
-            except ValueError:
-                raise ConfigError(f"{source}: {section}.{k} must be a number, got {v!r}") from None
+        kind = types[k].split(" ")[0]
+        if v is not None and kind in ("float", "int", "bool"):
+            v = typed(v, kind, f"{section}.{k}", source)  # 1e3 -> 1000 for an integer, true never a number
         out[k] = v
     return cls(**out)
 
@@ -210,7 +311,7 @@ def _merge(base: dict, over: dict) -> dict:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(read_utf8(path, "YAML"))
+        data = strict_yaml.load(read_utf8(path, "YAML"))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
     except yaml.YAMLError as err:
@@ -243,11 +344,18 @@ def load_config(spec: str, size: str | None = None, overrides: list[str] | None 
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
     size = size or preset.get("size", "tiny")
-    sizes_file = path.parent / "sizes.yaml"
-    shared = _read_yaml(sizes_file) if sizes_file.is_file() else {}
+    # the shipped sizes, then a sizes.yaml beside the file (a config of your own outside the presets folder)
+    shared = _read_yaml(PRESET_DIR / "sizes.yaml") if (PRESET_DIR / "sizes.yaml").is_file() else {}
+    beside = path.parent / "sizes.yaml"
+    if beside.is_file() and beside.resolve() != (PRESET_DIR / "sizes.yaml").resolve():
+        shared = {**shared, **_read_yaml(beside)}
     own = preset.get("sizes") or {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"{path}: 'sizes' must map size names to sections, found {own!r:.60}")
     if size not in shared and size not in own:
-        raise ConfigError(f"{path}: unknown size {size!r}; expected one of {sorted(set(shared) | set(own))}")
+        raise ConfigError(f"{path}: unknown size {size!r}; expected one of {sorted(set(shared) | set(own))} (the "
+                          f"shipped {PRESET_DIR / 'sizes.yaml'}, a sizes.yaml beside the file, or the file's own "
+                          "'sizes:' section)")
     merged = _merge(shared.get(size, {}), {k: preset[k] for k in SECTIONS if k in preset})
     merged = _merge(merged, own.get(size, {}))
     merged["name"], merged["size"] = preset.get("name", path.stem), size
@@ -268,7 +376,10 @@ def parse_override(item: str) -> dict:
     parts = key.split(".")
     for p in parts[:-1]:
         node = node.setdefault(p, {})
-    node[parts[-1]] = yaml.safe_load(value)
+    try:
+        node[parts[-1]] = strict_yaml.load(value)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--set {item!r}: the value is not valid YAML ({getattr(err, 'problem', err)})") from None
     return out
 
 

@@ -23,6 +23,7 @@ A fixed 1 % of lines (by a hash of the text) is held out of training (``split="h
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zlib
 from collections import Counter, defaultdict
@@ -205,16 +206,10 @@ def load_corpora(
     if not (root / "parallel").is_dir() and not (root / "monolingual").is_dir():
         what = "the shared data" if layout == "shared" else "a synthetic world"
         raise ConfigError(f"{root}: expected {what} (parallel/ and monolingual/ folders), found neither")
-    if layout == "shared":
-        pair_src, mono_src = discover(root, parallel, monolingual)
-    else:
-        pair_src, mono_src = discover_synthetic(root)
-    keep = set(languages) if languages else None
+    pair_src, mono_src = _sources(root, parallel, monolingual, languages, layout)
     report: dict[str, dict[str, Counter]] = {"pairs": {}, "mono": {}}
     pairs: dict[str, list[tuple[str, str]]] = {}
     for key, sources in sorted(pair_src.items()):
-        if keep is not None and not set(key.split("-")) <= keep | {"en"}:
-            continue
         rows = []
         for source in sources:
             rows += read_pairs_tsv(source[1]) if source[0] == "tsv" else read_line_aligned(source[1], source[2])
@@ -229,8 +224,6 @@ def load_corpora(
             pairs[key] = out
     mono: dict[str, list[str]] = {}
     for lang, paths in sorted(mono_src.items()):
-        if keep is not None and lang not in keep:
-            continue
         rows = [line for path in paths for line in iter_monolingual(path)]
 
         def clean_line(line):
@@ -250,6 +243,43 @@ def load_corpora(
                 mono[lang] = mono.get(lang, []) + extra
                 report["mix"].setdefault(lang, Counter())["pair_sides"] += len(extra)
     return Corpora(pairs, mono, report, pairs_in_mono=pairs_as_mono)
+
+
+def _sources(root: Path, parallel, monolingual, languages, layout: str):
+    """The sources ``load_corpora`` reads: (pair key -> sources, language -> paths), after the ``languages`` filter."""
+    if layout == "shared":
+        pair_src, mono_src = discover(root, parallel, monolingual)
+    else:
+        pair_src, mono_src = discover_synthetic(root)
+    keep = set(languages) if languages else None
+    pair_src = {k: v for k, v in pair_src.items() if keep is None or set(k.split("-")) <= keep | {"en"}}
+    mono_src = {k: v for k, v in mono_src.items() if keep is None or k in keep}
+    return pair_src, mono_src
+
+
+def corpus_identity(root: Path, dc) -> dict[str, dict]:
+    """{file (relative to the corpora's folder): {"bytes", "sha256"}} of every corpus file a run with the data
+    config ``dc`` reads: what ``pretrain --resume`` compares, so a changed corpus is never mixed into a resumed run."""
+    root = Path(root)
+    pair_src, mono_src = _sources(root, dc.parallel, dc.monolingual, dc.languages, dc.layout)
+    files = {p for sources in pair_src.values() for source in sources for p in source[1:]}
+    files |= {p for paths in mono_src.values() for p in paths}
+    out = {}
+    for path in sorted(files):
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        out[name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return out
+
+
+def corpus_diff(before: dict, after: dict) -> str:
+    """``parallel/general/en-de.tsv.gz changed; monolingual/x.txt added``: what differs between two identities."""
+    parts = [f"{name} {'removed' if name not in after else 'added' if name not in before else 'changed'}"
+             for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    return "; ".join(parts[:4]) + (f"; {len(parts) - 4} more" if len(parts) > 4 else "")
 
 
 def _clean_until(rows: list, clean_fn, max_lines: int | None, seed: int, key: str, split: str):

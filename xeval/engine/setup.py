@@ -25,7 +25,15 @@ from xeval.base.errors import ConfigError, UserError
 from xeval.engine import checkpoint as ckpt
 from xeval.engine.cleaning import CleanConfig
 from xeval.engine.config import PretrainConfig, config_diff
-from xeval.engine.corpus import Corpora, balanced_sample, data_root, load_corpora, load_dictionaries
+from xeval.engine.corpus import (
+    Corpora,
+    balanced_sample,
+    corpus_diff,
+    corpus_identity,
+    data_root,
+    load_corpora,
+    load_dictionaries,
+)
 from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import OBJECTIVES, PretrainModel, TokenInfo
 from xeval.engine.objectives.base import resolve_layer
@@ -60,6 +68,7 @@ class Run:
     elapsed0: float  # loop seconds of the run before this resume (time budgets)
     amp_dtype: torch.dtype
     peak: float  # the best matmul FLOP/s measured so far: utilisation is measured against it
+    corpus: dict  # the corpus files' identities (corpus.corpus_identity), saved with each state for --resume
 
 
 def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device,
@@ -70,6 +79,9 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     cfg, state_path, elapsed0 = resumed_config(cfg, out, resume)
     tc, dc = cfg.train, cfg.data
     check_layers(cfg)  # before anything is written
+    root = data_root(dc)
+    corpus = corpus_identity(root, dc)
+    unchecked = state_path is not None and check_corpus(state_path, corpus, out)
     out.mkdir(parents=True, exist_ok=True)
     log = Logger(out, rank, echo)
     # first line: what is trained (after null / weight-0 removals), so an ablation's log shows what it left out
@@ -78,7 +90,9 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     if rank == 0:
         for stale in ckpt.clean_partial_states(out):
             log.line(f"removed {stale}: a checkpoint write that never finished")
-    root = data_root(dc)
+    if unchecked:
+        log.line(f"note: {state_path} records no corpus identities (saved by an older xeval): the corpora are not "
+                 "checked against the ones it was trained on")
     t0 = time.time()
     needs = streams_needed(cfg)
     corpora = load_corpora(root, dc.parallel, dc.monolingual, dc.languages, CleanConfig(**dc.clean),
@@ -119,7 +133,7 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     if rank == 0:
         write_card(out, cfg)
     return Run(cfg, out, rank, world, device, log, model, net, optimizer, weights, as_saved, mono, pairs, start,
-               elapsed0, amp_dtype, peak)  # fmt: skip
+               elapsed0, amp_dtype, peak, corpus)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------- config
@@ -147,6 +161,19 @@ def resumed_config(cfg: PretrainConfig, out: Path, resume: bool) -> tuple[Pretra
     saved["train"].update(changes)
     cfg = PretrainConfig.from_dict(saved, str(state_path / "state.json"))
     return cfg, state_path, float(state_json.get("elapsed_s", 0.0))
+
+
+def check_corpus(state_path: Path, corpus: dict, out: Path) -> bool:
+    """Refuse a resume whose corpus files differ from the ones the saved run read (one line, like a changed config);
+    True when the state records none (an older xeval saved it)."""
+    saved = ckpt.read_state_json(state_path).get("corpus")
+    if not isinstance(saved, dict):
+        return True
+    diff = corpus_diff(saved, corpus)
+    if diff:
+        raise UserError(f"{out}: --resume with corpora that differ from the saved run's ({diff}); the data it was "
+                        "reading must stay as it was: resume with the same files or choose a new --out")
+    return False
 
 
 def streams_needed(cfg: PretrainConfig) -> set[str]:

@@ -217,7 +217,7 @@ def save(run: Run, step: int, clock: Clock) -> None:
     if run.rank == 0:
         with run.as_saved():
             ckpt.export_model(run.model.encoder, run.out)
-            extra = {"config": run.cfg.to_dict(), "world": run.world, "elapsed_s": clock.elapsed(),
+            extra = {"config": run.cfg.to_dict(), "world": run.world, "elapsed_s": clock.elapsed(), "corpus": run.corpus,
                      "data": {"mono": run.mono.state_dict() if run.mono else None,
                               "pairs": run.pairs.state_dict() if run.pairs else None}}  # fmt: skip
             ckpt.save_state(run.out, step, run.model, run.optimizer, extra, keep=run.cfg.train.keep)

@@ -15,7 +15,16 @@ The file sits beside its record, ``<record stem>.outcomes.json.gz`` (schema ``xe
 in columns::
 
     {"schema": "xeval.results.outcomes/1", "ids": [...], "gold": [...], "prediction": [...],
-     "metrics": {"f1": {"aggregate": "f1", "stats": {"correct": [...], "predicted": [...], "gold": [...]}}}}
+     "metrics": {"f1": {"aggregate": "f1", "stats": {"correct": [...], "predicted": [...], "gold": [...]}}},
+     "record": {"unit": {...}, "n_examples": 977, "timestamp": "..."}, "sha256": "..."}
+
+The file is bound to its record: ``record`` holds the identity of the record it was written with (its unit, config
+hash included, its number of examples and its timestamp) and ``sha256`` the checksum of everything else. Read with
+the record (``Record.outcomes()``), a file must carry that identity, the checksum must hold, it must have one row per
+example, and every metric it has must reproduce the record's number; otherwise ``UnboundOutcomes`` (a
+``DataError`` naming the file and why): an outcomes file copied from another run, left by an older record, or
+edited never gives an interval or a significance test around a number it does not belong to. Reports then show
+the cell without an interval and say why; ``xeval run`` fails where it would export such a file.
 
 Records written before outcomes existed, and probes whose number is not an aggregate over independent examples
 (BUCC mining: a threshold chosen over the whole corpus), have no file; reports then show no interval.
@@ -24,8 +33,10 @@ Records written before outcomes existed, and probes whose number is not an aggre
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +51,11 @@ AGGREGATES = {
     "aer": ("predicted_sure", "predicted_possible", "predicted", "sure"),
 }
 SUFFIX = ".outcomes.json.gz"
+_REPRODUCE = 1e-5  # points: records round metrics to 1e-6; the per-example sums reproduce them to float precision
+
+
+class UnboundOutcomes(DataError):
+    """An outcomes file that does not belong to the record beside it (another run's, an older record's, edited)."""
 
 
 def aggregate(kind: str, sums: dict[str, np.ndarray], n: int) -> np.ndarray:
@@ -125,10 +141,27 @@ def outcomes_path(record_path: str | Path) -> Path:
     return path.with_name(path.name.removesuffix(".json") + SUFFIX)
 
 
-def write_outcomes(record_path: str | Path, outcomes: Outcomes) -> Path:
+def record_identity(record) -> dict:
+    """What binds an outcomes file to its record: the unit (config hash included), n_examples, the timestamp."""
+    return {"unit": asdict(record.unit), "n_examples": int(record.n_examples),
+            "timestamp": (record.provenance or {}).get("timestamp")}
+
+
+def _checksum(body: dict) -> str:
+    text = json.dumps({k: v for k, v in body.items() if k != "sha256"}, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_outcomes(record_path: str | Path, outcomes: Outcomes, record=None) -> Path:
+    """Write ``outcomes`` beside the record file, bound to ``record`` (the one about to be written there)."""
     path = outcomes_path(record_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(outcomes.to_json(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    body = outcomes.to_json()
+    if record is not None:
+        body["record"] = record_identity(record)
+    body["sha256"] = _checksum(body)
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     with atomic_path(path) as tmp:
         # mtime=0: the same outcomes give the same bytes
         with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
@@ -136,8 +169,9 @@ def write_outcomes(record_path: str | Path, outcomes: Outcomes) -> Path:
     return path
 
 
-def read_outcomes(record_path: str | Path) -> Outcomes | None:
-    """The outcomes stored beside a record file, or None when it has none (older records, BUCC)."""
+def read_outcomes(record_path: str | Path, record=None) -> Outcomes | None:
+    """The outcomes stored beside a record file, or None when it has none (older records, BUCC). With ``record``
+    (the record as stored in that file), an ``UnboundOutcomes`` unless the file is that record's (module docstring)."""
     path = outcomes_path(record_path)
     if not path.is_file():
         return None
@@ -146,7 +180,34 @@ def read_outcomes(record_path: str | Path) -> Outcomes | None:
             obj = json.load(handle)
     except (OSError, EOFError, json.JSONDecodeError) as err:
         raise DataError(path, None, f"expected gzipped JSON outcomes, found unreadable data ({err})") from None
-    return Outcomes.from_json(obj, path)
+    outcomes = Outcomes.from_json(obj, path)
+    if record is not None:
+        check_binding(obj, outcomes, record, path)
+    return outcomes
+
+
+def check_binding(obj: dict, outcomes: Outcomes, record, path: Path) -> None:
+    """``UnboundOutcomes`` unless the outcomes file ``obj`` (parsed as ``outcomes``) belongs to ``record``."""
+    def fail(why: str):
+        raise UnboundOutcomes(path, None, f"per-example outcomes that do not belong to the record beside them "
+                                          f"({why}); rerun the unit with --overwrite")
+
+    bound = obj.get("record")
+    if not isinstance(bound, dict):
+        fail("no record identity: written by an older xeval")
+    if obj.get("sha256") != _checksum(obj):
+        fail("the checksum written with them does not hold: edited since")
+    if bound != record_identity(record):
+        differ = [k for k, v in record_identity(record).items() if bound.get(k) != v]
+        fail(f"written with another record: {', '.join(differ)} differ")
+    if len(outcomes) != record.n_examples:
+        fail(f"{len(outcomes)} examples, the record has {record.n_examples}")
+    for name, metric in outcomes.metrics.items():
+        stored = record.metrics.get(name)
+        value = float(metric.value())
+        if stored is not None and not (math.isnan(stored) and math.isnan(value)) \
+                and not abs(value - float(stored)) <= _REPRODUCE * max(1.0, abs(float(stored))):
+            fail(f"they give {name} {value:.6g}, the record {stored:.6g}")
 
 
 # ------------------------------------------------------------------------------------- builders per task family

@@ -43,10 +43,11 @@ from pathlib import Path
 
 from xeval.base.atomic import write_json
 from xeval.base.console import log
-from xeval.base.errors import DataError
+from xeval.base.errors import DataError, UserError
 from xeval.base.textfile import read_json
 from xeval.results import provenance
 from xeval.results.outcomes import outcomes_path, read_outcomes, write_outcomes
+from xeval.results.shards import check_runs
 
 SCHEMA = "xeval.result/1"
 PROBE_MODE = "probe"  # Unit.mode of the fine-tuning tasks run with the encoder frozen (xeval.adapters.transfer.probe_mode)
@@ -100,8 +101,12 @@ class Record:
         return {"schema": SCHEMA, **body}
 
     def outcomes(self):
-        """Its per-example outcomes (``xeval.results.outcomes``), or None: never stored, or a record not read from a file."""
-        return read_outcomes(self.source) if self.source is not None else None
+        """Its per-example outcomes (``xeval.results.outcomes``), or None: never stored, or a record not read from a
+        file. ``UnboundOutcomes`` where the file beside it is not this record's (checked against the record as stored:
+        reports relabel units in memory, e.g. the compat setting)."""
+        if self.source is None:
+            return None
+        return read_outcomes(self.source, Store._load(self.source))
 
     @classmethod
     def from_json(cls, obj: dict, path: str | Path = "<record>", text: str = "") -> Record:
@@ -221,7 +226,7 @@ class Store:
         """Write the record (and its per-example outcomes first, so a stored record never lacks the ones it had)."""
         path = self.path(record.unit)
         if outcomes is not None:
-            write_outcomes(path, outcomes)
+            write_outcomes(path, outcomes, record)
         else:
             outcomes_path(path).unlink(missing_ok=True)  # an overwritten record keeps no stale outcomes
         write_json(path, record.to_json())
@@ -230,8 +235,10 @@ class Store:
         return path
 
     def outcomes_of(self, unit: Unit):
-        """The per-example outcomes stored with ``unit`` (``xeval.results.outcomes``), or None."""
-        return read_outcomes(self.path(unit))
+        """The per-example outcomes stored with ``unit`` (``xeval.results.outcomes``), or None; checked against the
+        unit's record (``Record.outcomes``)."""
+        record = self.get(unit)
+        return record.outcomes() if record is not None else None
 
     def records(self, **where) -> Iterator[Record]:
         """All stored records, optionally filtered on unit fields, e.g. ``records(task="udpos", seed=1)``.
@@ -267,16 +274,28 @@ def _describe(unit: Unit) -> str:
     return f"{unit.model} {unit.task} {unit.lang} {unit.split} seed {unit.seed}{layer} {unit.setting}"
 
 
-def load_records(paths) -> list[Record]:
-    """Records from run folders and/or single record files (what ``report`` and ``compare`` take)."""
+def load_records(paths, partial: bool = False) -> list[Record]:
+    """Records from run folders and/or single record files (what ``report`` and ``compare`` take). The run folders
+    must hold whole runs: a run split into shards (``xeval run --shard i/N``) of which some part never finished, or
+    whose parts were run with other settings, is a UserError saying what is missing (``xeval.results.shards``);
+    ``partial`` makes it a warning instead."""
     out: list[Record] = []
+    folders = []
     for path in map(Path, paths):
         if path.is_dir():
             out.extend(Store(path).records())
+            folders.append(path)
         elif path.is_file():
             out.append(Store._load(path))
         else:
             raise DataError(path, None, "expected a run folder or a result record, found nothing there")
+    problems = check_runs(folders)
+    if problems and not partial:
+        raise UserError(problems[0] + (f" (and {len(problems) - 1} more run(s))" if len(problems) > 1 else "")
+                        + "; run the missing parts with the same settings (xeval run ... --shard I/N), or pass "
+                          "--partial to report what is there")
+    for problem in problems:
+        log.warning(f"note: {problem}")
     return out
 
 

@@ -33,6 +33,7 @@ from xeval.models.devices import check_device, check_dtype
 from xeval.models.encoder import Encoder
 from xeval.models.encoding_cache import EncodingCache
 from xeval.models.files import locate_model
+from xeval.results import shards
 from xeval.results.controls import check_control
 from xeval.results.memory import MemoryStore
 from xeval.results.store import Store
@@ -47,6 +48,7 @@ from xeval.run.options import (
     parse_layers,
     task_options,
 )
+from xeval.submission.writer import check_export_folders
 
 
 @dataclass
@@ -106,6 +108,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     for flag, path in (("--export-predictions", opts.export_predictions), ("--export-labels", opts.export_labels)):
         if path:
             check_output(path, flag, folder=True)
+    check_export_folders(opts.export_predictions, opts.export_labels)
     label = check_name(opts.name)
     check_choice("--mode", opts.mode, MODES)
     check_choice("--setting", opts.setting, SETTINGS)
@@ -124,14 +127,15 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         raise UserError("--ddp-finetune: needs several processes (torchrun --nproc_per_node N -m xeval run ...)")
     if worker.count > 1 and opts.out is None:
         raise UserError("several workers share their results through a store: give --out (a shared folder)")
+    # the cache root is checked here, before the model loads (a cache root that is a file fails at once)
+    cache = EncodingCache(opts.cache) if opts.cache and not opts.no_cache else \
+        EncodingCache.default(opts.out, disabled=opts.no_cache)
     if encoder is None:
         encoder = Encoder(opts.model, device=device, dtype=check_dtype(opts.dtype), revision=opts.revision,
                           trust_remote_code=opts.trust_remote_code)
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     if label is not None:
         encoder.label = label
-    cache = EncodingCache(opts.cache) if opts.cache and not opts.no_cache else \
-        EncodingCache.default(opts.out, disabled=opts.no_cache)
     ctx = RunContext(
         encoder=encoder,
         data=data,
@@ -166,6 +170,12 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
                                    fine_tuning=lambda card: task_type(card.type).fine_tunes,
                                    joint=lambda card: task_type(card.type).joint)
     mine = distributed.plan(items, worker, opts.ddp_finetune)
+    manifest = None
+    if opts.out is not None and worker.leader:  # what this command is meant to compute, for xeval report's join
+        manifest = _manifest(opts, ctx, suite, chosen, items, distributed.shard_plan(items, worker, opts.ddp_finetune),
+                             worker)
+        if worker.shards > 1:
+            shards.write_manifest(opts.out, **manifest, done=False)
     if worker.count > 1:
         echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "
              + ", ".join(f"{i.card.name} {_item_label(i)}" for i in mine))
@@ -181,6 +191,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         summary.computed += store.written - written
         summary.reused += len(records) - (store.written - written)
         _export_chosen_layers(records, ctx)
+        if manifest is not None:
+            shards.write_manifest(opts.out, **manifest)
         return records, errors
     computed = collectives.total(store.written - written)  # over the ranks (of this shard)
     collectives.barrier()  # every rank's part is stored
@@ -192,7 +204,23 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     summary.computed += computed
     summary.reused += len(records) - computed
     _export_chosen_layers(records, ctx)
+    if manifest is not None:
+        shards.write_manifest(opts.out, **manifest)
     return records, errors
+
+
+def _manifest(opts: RunOptions, ctx, suite, chosen, items, mine, worker) -> dict:
+    """``xeval.results.shards.write_manifest``'s arguments: the settings that decide the run's items and numbers
+    (not where files go, threads or devices), every item of the run and this shard's."""
+    settings = {"suite": suite.name, "tasks": {card.name: list(langs) for card, langs in chosen},
+                "seeds": list(ctx.seeds), "setting": opts.setting, "mode": opts.mode, "compat": ctx.compat,
+                "max_eval": ctx.tasks.max_eval, "recipe": dict(ctx.tasks.recipe), "probe": dict(ctx.tasks.probe),
+                "layers": ctx.layers, "shots": list(ctx.shots), "dtype": opts.dtype,
+                "control": [opts.control, opts.control_seed] if opts.control else None}
+    described = [{"key": i.key(), "model": i.model, "task": i.card.name, "langs": list(i.langs),
+                  "seeds": list(i.seeds), "fine_tuning": i.fine_tuning} for i in items]
+    return {"model": ctx.encoder.key, "settings": settings, "items": described, "mine": [i.key() for i in mine],
+            "shard": worker.shard, "shards": worker.shards}
 
 
 def _export_chosen_layers(records: list, ctx) -> None:

@@ -6,13 +6,18 @@ Layout (both folders): ``<task>/test-<lang>.<ext>``, ext ``json`` for QA (and XT
 
 - tagging (udpos, panx): one tag per line, a blank line between sentences. Labels in the same layout. A line
   ``token<TAB>tag`` is also accepted (the last field is the tag), so XTREME's labelled data files can serve as
-  labels directly; the official scorer would take the whole line as the tag.
+  labels directly; the official scorer would take the whole line as the tag. Any other line is an error naming the
+  file and line: three tab-separated fields, or a "tag" with a space in it (``Berlin B-LOC``: space-separated
+  columns, which would otherwise be read as one unknown tag and score a perfect prediction 66.67).
 - classification (pawsx, xnli, xcopa) and tatoeba: one label (tatoeba: one index) per line.
 - bucc2018: one ``src-id<TAB>tgt-id`` pair per line, compared as sets.
 - QA: predictions ``{question id: answer text}``; labels SQuAD v1.1 JSON (``{"data": [...]}`` or the list).
 - XTREME-R (``--benchmark xtreme-r``, evaluate.py's lists): xcopa ``.jsonl`` with a ``label`` per row on both
   sides; mewslix predictions ``{query id: [ranked ids]}``, labels ``{query id: [gold id]}``, scored ``map@20``
   (mean reciprocal rank); lareqa has no languages in evaluate.py, so its block is ``{}``.
+
+Lines end at ``\n`` (``\r\n`` too) only: a token holding U+2028 or another character ``str.splitlines`` breaks on
+stays one line, so the two files' line numbers agree with what an editor shows.
 
 Where this is stricter than the official scorer (which ``assert``s or crashes), a user error names the file and
 what was expected: a missing prediction file, a different number of lines / sentences / tags than the labels,
@@ -61,17 +66,33 @@ def _read_text(path: Path) -> str:
     return read_utf8(path)  # a bad byte is named with its line; a BOM is accepted
 
 
+def _lines(path: Path) -> list[str]:
+    """The file's lines, split at ``\n`` only (``str.splitlines`` also splits at U+2028, U+0085, form feeds...)."""
+    return [line.removesuffix("\r") for line in _read_text(path).removesuffix("\n").split("\n")]
+
+
+def _tag(path: Path, number: int, line: str) -> str:
+    """The tag of a stripped tagging line: ``tag`` or ``token<TAB>tag``."""
+    fields = line.split("\t")
+    tag = fields[-1].strip()
+    if len(fields) > 2 or not tag or any(c.isspace() for c in tag):
+        found = f"{len(fields)} tab-separated fields" if len(fields) > 2 else f"{line!r:.60}"
+        hint = " (space-separated columns?)" if len(fields) == 1 and " " in tag else ""
+        raise DataError(path, number, f"expected one tag, or token<TAB>tag, per line, found {found}{hint}")
+    return tag
+
+
 def read_tags(path: Path) -> list[tuple[int, list[str]]]:
     """Sentences of tags with the 1-based line of each sentence's first tag; empty sentences are dropped."""
     sentences: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(_lines(path), start=1):
         line = line.strip()
         if line:
             if not current:
                 start = number
-            current.append(line.rsplit("\t", 1)[-1].strip())
+            current.append(_tag(path, number, line))
         elif current:
             sentences.append((start, current))
             current = []
@@ -82,9 +103,13 @@ def read_tags(path: Path) -> list[tuple[int, list[str]]]:
 
 def read_lines(path: Path) -> list[str]:
     """Stripped lines, trailing blank lines dropped (``evaluate.py: read_label``)."""
-    lines = [line.strip() for line in _read_text(path).splitlines()]
+    lines = [line.strip() for line in _lines(path)]
     while lines and not lines[-1]:
         lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if "\t" in line:
+            raise DataError(path, number, f"expected one label per line, found {line.count(chr(9)) + 1} "
+                                          "tab-separated fields")
     return lines
 
 
@@ -163,7 +188,7 @@ def _score_lines(pred: Path, label: Path) -> dict[str, float]:
 
 def _read_pairs(path: Path) -> list[tuple[str, str]]:
     pairs = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(_lines(path), start=1):
         line = line.strip()
         if not line:
             continue
@@ -219,7 +244,7 @@ def _score_file(spec: TaskSpec, lang: str, pred: Path, label: Path, warnings: li
 def read_jsonl_labels(path: Path) -> list:
     """XCOPA's ``.jsonl`` (evaluate.py ``read_xcopa``): the ``label`` of every row, predictions and labels alike."""
     out = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
         try:

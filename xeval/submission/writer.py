@@ -16,7 +16,13 @@
   numbers (recipe overrides, setting, mode, compat, ...), the layers asked for and the encoder's settings.
   Each entry also holds the file's SHA-256 when it was exported: a listed file edited or replaced since, or a file
   the manifest does not list (copied in from elsewhere), makes ``xeval score`` refuse the folder rather than score a
-  mixture under the run's name. A folder assembled by hand on purpose is scored once its manifest is deleted.
+  mixture under the run's name; an entry without its SHA-256 counts as unlisted (nothing says the file is the one
+  exported). A folder assembled by hand on purpose is scored once its manifest is deleted. The manifest's
+  read-merge-write holds an OS lock on the task folder (``xeval.base.atomic.locked_folder``; no lock file is left
+  in the submission), so workers exporting into one folder at once (shards, torchrun ranks) never drop each
+  other's entries.
+- ``--export-predictions`` and ``--export-labels`` must name two separate folders (neither inside the other): gold
+  and predictions share file names, so one would overwrite the other (``check_export_folders``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from xeval.base.atomic import write_json, write_text
+from xeval.base.atomic import locked_folder, write_json, write_text
 from xeval.base.errors import DataError, UserError
 from xeval.base.hashing import hash_json
 from xeval.base.textfile import read_json
@@ -118,8 +124,21 @@ def record_exports(folder: str | Path, entries: dict[str, dict]) -> None:
     # the bytes as exported (files are written before they are recorded): check_manifest compares them
     entries = {name: {**entry, "sha256": _sha256(Path(folder) / name)} if (Path(folder) / name).is_file() else entry
                for name, entry in entries.items()}
-    files = {**(read_manifest(folder) or {}), **entries}
-    write_json(Path(folder) / MANIFEST, {"schema": _MANIFEST_SCHEMA, "files": dict(sorted(files.items()))})
+    with locked_folder(folder):  # another worker's merge must not be lost between our read and write
+        files = {**(read_manifest(folder) or {}), **entries}
+        write_json(Path(folder) / MANIFEST, {"schema": _MANIFEST_SCHEMA, "files": dict(sorted(files.items()))})
+
+
+def check_export_folders(predictions: str | Path | None, labels: str | Path | None) -> None:
+    """``--export-predictions`` and ``--export-labels`` in two separate folders: the same file names inside, so in
+    one folder (or one inside the other) gold would replace predictions or the reverse."""
+    if not predictions or not labels:
+        return
+    a, b = Path(predictions).resolve(), Path(labels).resolve()
+    if a == b or a in b.parents or b in a.parents:
+        how = "the same folder" if a == b else "one folder inside the other"
+        raise UserError(f"--export-predictions {predictions} and --export-labels {labels} name {how}: gold and "
+                        "predictions share file names and would overwrite each other; give two separate folders")
 
 
 def _sha256(path: Path) -> str:
@@ -146,7 +165,11 @@ def check_manifest(folder: str | Path, names: list[str]) -> None:
                 f"folder; export the task from one run into an empty folder, or delete {MANIFEST} to score files "
                 "assembled by hand")
         digest = entry.get("sha256")
-        if digest is not None and _sha256(Path(folder) / name) != digest:
+        if not isinstance(digest, str):
+            raise UserError(
+                f"{Path(folder) / name}: listed in {Path(folder) / MANIFEST} without its SHA-256, so nothing says it is "
+                "the file the run exported; export again, or delete the manifest to score files assembled by hand")
+        if _sha256(Path(folder) / name) != digest:
             raise UserError(
                 f"{Path(folder) / name}: changed since xeval exported it ({_describe(entry)}; SHA-256 differs from "
                 f"{MANIFEST}); export again, or delete {MANIFEST} to score files edited by hand")

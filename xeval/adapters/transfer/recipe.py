@@ -76,9 +76,13 @@ class Recipe:
             value = getattr(self, f.name)
             kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
             try:
+                if value is not None and kind.startswith(("float", "int")) and isinstance(value, bool):
+                    raise TypeError  # True is no number (the Python API would read it as 1)
                 if value is not None and kind.startswith("float"):
                     setattr(self, f.name, float(value))
                 elif value is not None and kind.startswith("int"):
+                    if isinstance(value, float) and not value.is_integer():
+                        raise ConfigError(f"recipe field {f.name}: expected an integer, found {value!r}")
                     setattr(self, f.name, int(value))
             except (TypeError, ValueError):
                 raise ConfigError(f"recipe field {f.name}: expected a number, found {value!r}") from None

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from xeval.base.console import log
 from xeval.base.errors import UserError
 from xeval.report import stats as st
 from xeval.report.frame import DIAGNOSTIC_TASKS, NO_LAYER, headline_metric, lower_is_better, setting_label
 from xeval.report.tables.base import Table, order_languages, task_title
-from xeval.results.outcomes import MetricOutcomes
+from xeval.results.outcomes import MetricOutcomes, UnboundOutcomes
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Cell:
     n_seeds: int
     runs: list[MetricOutcomes] | None  # one per seed; None when a seed's record has no outcomes for the metric
     ids: list[str] | None = None
+    problem: str | None = None  # why a cell has no outcomes although a file is there (UnboundOutcomes)
 
 
 def cells(results) -> list[Cell]:
@@ -51,17 +53,24 @@ def cells(results) -> list[Cell]:
         rows = results.long[(results.long["task"] == task) & (results.long["metric"] == metric)]
         for (model, setting, lang, split, layer), group in rows.groupby(["model", "setting", "lang", "split", "layer"],
                                                                           sort=False):
-            runs, ids = [], None
+            runs, ids, problem = [], None, None
             for seed in sorted(group["seed"]):
                 rec = by_unit.get((model, task, lang, split, setting, layer, seed))
-                outcomes = rec.outcomes() if rec is not None else None
+                try:
+                    outcomes = rec.outcomes() if rec is not None else None
+                except UnboundOutcomes as err:  # another record's or edited: no interval rather than a wrong one
+                    outcomes, problem = None, str(err)
                 if outcomes is None or metric not in outcomes.metrics:
                     runs = None
                     break
                 runs.append(outcomes.metrics[metric])
                 ids = outcomes.ids if ids is None else ids
             out.append(Cell(model, task, setting, lang, split, int(layer), metric, float(group["value"].mean()),
-                            len(group), runs, ids))
+                            len(group), runs, ids, problem))
+    unbound = [c.problem for c in out if c.problem]
+    if unbound:
+        log.warning(f"report: {len(unbound)} cell(s) without an interval or test, their outcomes not their "
+                    f"record's: {unbound[0]}")
     return out
 
 
@@ -102,6 +111,10 @@ def ci_tables(results, level: float = 0.95) -> list[Table]:
                  "CI over examples for cells with 1-2 seeds; over seeds and examples (two-level) for 3 or more"]
         if mean[f"{pct} CI low"].isna().any():
             notes.append("empty CI: no per-example outcomes stored for that cell (older record, or BUCC)")
+        unbound = [c for c in group if c.problem]
+        if unbound:
+            notes.append(f"empty CI for {len(unbound)} cell(s) whose outcomes file is not their record's (another "
+                         f"run's, or edited), e.g. {unbound[0].lang}: rerun those units with --overwrite")
         tables.append(Table(key=f"ci:{task}", title=f"{task_title(task)}: {pct} confidence intervals", mean=mean,
                             no_bold=set(columns), digits={"seeds": 0, "examples": 0}, notes=notes,
                             controls=controls, lower_columns={"score"} if lower_is_better(metric) else set()))
@@ -140,7 +153,9 @@ def significance(results_a, model_a: str, results_b, model_b: str, alpha: float 
     for key in shared:
         a, b = a_cells[key], b_cells[key]
         if not a.runs or not b.runs:
-            skipped.append(f"{key[0]}/{key[2]}: no per-example outcomes")
+            unbound = a.problem or b.problem
+            skipped.append(f"{key[0]}/{key[2]}: " + (f"outcomes not the record's ({unbound})" if unbound
+                                                      else "no per-example outcomes"))
             continue
         if a.metric != b.metric or a.split != b.split or a.ids != b.ids:
             skipped.append(f"{key[0]}/{key[2]}: different examples or metric")
