@@ -32,9 +32,15 @@ def add_arguments(parser) -> None:
                              "a document), csv, or baseline (the JSON that xeval compare checks against)")
     parser.add_argument("--standalone", action="store_true",
                         help="latex: a whole document that pdflatex compiles as is, instead of the floats only")
-    parser.add_argument("--text-width", type=float, default=None, metavar="PT",
-                        help="latex: the text width tables must fit at 9 pt, in pt (default 345, LaTeX article's; "
-                             "455 for an ACL table*); wider tables are transposed or split, never shrunk")
+    parser.add_argument("--text-width", default=None, metavar="column|page|PT",
+                        help="latex: the width tables must fit at 9 pt: column (ACL's 219 pt column, a table float), "
+                             "page (455 pt, a table* float across both columns) or a width in pt (a table; default "
+                             "345, LaTeX article's); a wider table gets its ± under the numbers, is turned or cut into "
+                             "pieces stacked in its one float, never shrunk")
+    parser.add_argument("--decimals", choices=["align", "siunitx", "auto"], default="align",
+                        help="latex: numbers aligned on the point with r@{.}l column pairs (align, default: no "
+                             "package), with siunitx S columns (the paper loads siunitx), or auto (siunitx where "
+                             "this machine's TeX has it)")
     parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                         help="row label OLD (or a model key) shown as NEW in tables and figures (repeatable)")
     parser.add_argument("--order", metavar="M1,M2",
@@ -98,7 +104,8 @@ def run(args) -> int:
         preamble = [f"Runs: {', '.join(code(r) for r in args.runs)}. Models: {models}.",
                     "Scores in points (%); seeds averaged first, then languages, then tasks."]
         _emit(render.render(built, args.format, heading=args.title if which == "all" else None,
-                            preamble=preamble, standalone=args.standalone, text_width=args.text_width), args.out)
+                            preamble=preamble, standalone=args.standalone, text_width=args.text_width,
+                            decimals=args.decimals), args.out)
     if args.plot:
         folder = Path(args.figures) if args.figures else (Path(args.out).parent if args.out else Path("figures"))
         for kind in dict.fromkeys(args.plot):

@@ -144,8 +144,10 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         cache=cache,
     )
     if worker.leader:  # one header per command; each rank names its own items below
-        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}"
-             f"{', mode probe' if opts.mode == 'probe' else ''}) data {data.describe()}, results in "
+        # probe mode trains no seeded model: its units carry seed 0, whatever --seeds says
+        seeding = f"seeds {ctx.seeds}" if opts.mode == "finetune" else "mode probe, seed 0: no seeded training"
+        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, {seeding}) data {data.describe()}, "
+             "results in "
              f"{opts.out if opts.out is not None else 'memory (nothing written)'}; {cache.describe()}")
         for note in notes:
             echo(f"  note: {note}")

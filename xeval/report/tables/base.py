@@ -41,6 +41,7 @@ from xeval.results.layers import (
     choose_layer,
     chosen_layers,
     default_layers,
+    selection_source,
 )
 from xeval.results.store import Unit
 
@@ -69,7 +70,18 @@ class Table:
     notes: list = field(default_factory=list)
     stacked_headers: bool = False  # LaTeX: "XQuAD F1 / EM" as two header lines
     controls: set = field(default_factory=set)  # row labels (outer index level) of controls: never bold
-    marked: pd.DataFrame | None = None  # True where a cell gets a dagger (summary: not XTREME's language set)
+    # the marks after a cell ("†‡", "" for none; xeval.report.deviations): not XTREME's language set, dev for test,
+    # subsampled, substitute data; each explained in ``notes``
+    marks: pd.DataFrame | None = None
+
+    def mark_of(self, row, columns) -> str:
+        """The marks of a displayed cell (one or two underlying ``columns``), in their fixed order."""
+        if self.marks is None:
+            return ""
+        from xeval.report.deviations import SYMBOLS
+
+        found = "".join(str(self.marks.at[row, col] or "") for col in columns)
+        return "".join(symbol for symbol in SYMBOLS.values() if symbol in found)
 
     def lower_is_better(self, row, column) -> bool:
         if self.bold_within is not None:
@@ -146,7 +158,8 @@ class Results:
             if layer in (None, "best") and key in self.probe_mode_layers:
                 choice = self.probe_mode_layers[key]  # --mode probe: chosen on its own selection set
             elif layer in (None, "best"):
-                choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]))
+                choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]),
+                                      selection_source(key[1]))
             else:
                 if int(layer) not in layers:
                     have = ", ".join(map(str, layers))
