@@ -48,6 +48,13 @@ def test_every_stage_writes_its_output(first_run):
     layers = {r for r in saved["headline"] if r.startswith("synth_tatoeba")}
     assert layers and any("report" in line for line in lines)
     assert set(saved["stages"]) == {"world", "pretrain", "evaluate", "report"}
+    # chance and majority beside every task that has them: PAWS-X (accuracy) both, Tatoeba chance, QA none
+    header, *rows = saved["headline"]
+    assert header.split()[4:7] == ["control", "chance", "majority"]
+    by_task = {row.split()[0]: row.split() for row in rows}
+    assert by_task["synth_pawsx"][5] == "50.0" and float(by_task["synth_pawsx"][6]) >= 50.0
+    assert by_task["synth_qa"][5:7] == ["-", "-"]
+    assert any("done in" in line and "from the start of the process" not in line for line in lines)  # the API
 
 
 @pytest.mark.slow

@@ -34,6 +34,12 @@ def symbols(kinds) -> str:
     return "".join(symbol for kind, symbol in SYMBOLS.items() if kind in kinds)
 
 
+def union(marks) -> str:
+    """Every mark found in the strings ``marks``, once each, in the fixed order (a mean over marked cells)."""
+    found = "".join(str(m or "") for m in marks)
+    return "".join(symbol for symbol in SYMBOLS.values() if symbol in found)
+
+
 @dataclass
 class TaskDeviations:
     """How one task's cells of one table row (model, setting) depart from XTREME's protocol."""
@@ -184,8 +190,7 @@ def mark_cells(table_marks, row, columns, dev: TaskDeviations | None, found: dic
     for kind in kinds:
         found.setdefault(kind, []).append(dev)
     for column in columns:
-        table_marks.at[row, column] = symbols(set(kinds) | {k for k, s in SYMBOLS.items()
-                                                              if s in str(table_marks.at[row, column])})
+        table_marks.at[row, column] = union([table_marks.at[row, column], symbols(kinds)])
 
 
 def not_xtremes(title: str) -> str:

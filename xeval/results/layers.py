@@ -128,7 +128,8 @@ class LayerChoice:
             return self.rule
         if self.rule == SELECTION_SPLIT:
             source = f"{self.selection_source}; " if self.selection_source else ""
-            return f"chosen on {SELECTION_SPLIT} ({source}mean over {self.n_languages} languages)"
+            langs = f"{self.n_languages} language{'s' * (self.n_languages != 1)}"
+            return f"chosen on {SELECTION_SPLIT} ({source}mean over {langs})"
         if self.rule == "card default":
             return "the task card's fixed layer for this depth (no selection split ran)"
         if self.rule == "given":

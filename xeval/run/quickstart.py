@@ -221,7 +221,7 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
     from xeval.report.formats import render
     from xeval.report.tables.base import Results, probe_tasks
 
-    results = Results(records, split=None, layer="best")
+    results = Results(records, split=None)
     built = build(results, "all")
     preamble = ["Model pre-trained and evaluated by `python -m xeval quickstart` on a synthetic world "
                 "(`world/world.json`); fine-tuning tasks are trained on the base language qaa only.",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xeval.base.errors import UserError
-from xeval.report.deviations import SYMBOLS, deviation_notes, mark_cells, symbols, task_deviations
+from xeval.report.deviations import deviation_notes, mark_cells, task_deviations, union
 from xeval.report.frame import XTREME_TASKS, xtreme_task
 from xeval.report.tables.base import AVG, Results, Table, control_note, headline_groups
 
@@ -51,8 +51,7 @@ def gap_marks(results: Results, mean: pd.DataFrame) -> tuple[pd.DataFrame | None
         if row in mean.index and column in mean.columns and pd.notna(mean.at[row, column]):
             mark_cells(marks, row, [column], dev, found)
     columns = [c for c in mean.columns if c != AVG]
-    marks[AVG] = [symbols(k for k, s in SYMBOLS.items() if any(s in m for m in marks.loc[row, columns]))
-                  if pd.notna(mean.at[row, AVG]) else "" for row in mean.index]
+    marks[AVG] = [union(marks.loc[row, columns]) if pd.notna(mean.at[row, AVG]) else "" for row in mean.index]
     return (marks if (marks != "").any().any() else None), found
 
 

@@ -22,8 +22,8 @@ from xeval.report.deviations import (
     deviation_notes,
     mark_cells,
     not_xtremes,
-    symbols,
     task_deviations,
+    union,
 )
 from xeval.report.frame import QA_TASKS, XTREME_GROUPS, XTREME_TASKS, xtreme_task
 from xeval.report.tables.base import Results, Table, control_note
@@ -206,8 +206,8 @@ def summary_table(results: Results) -> Table:
             for dev in departures.get((row, task), []):
                 mark_cells(marks, row, cells, dev, found)
     for total in totals:
-        marks[total] = [symbols(k for k, s in SYMBOLS.items() if any(s in m for m in marks.loc[row, columns]))
-                        if not np.isnan(mean.at[row, total]) else "" for row in mean.index]
+        marks[total] = [union(marks.loc[row, columns]) if not np.isnan(mean.at[row, total]) else ""
+                        for row in mean.index]
     counts = {t: counts[t] for t in [*XTREME_TASKS, *RETRIEVAL_COLUMNS] if t in counts}
     groups = [(header, [c for c in columns if sources[c][0] in tasks]) for header, tasks in XTREME_GROUPS.items()]
     if retrieval:
