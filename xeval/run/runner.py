@@ -113,7 +113,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     chosen = select_cards(suite, opts.tasks, opts.langs)
     # an unknown --set key, a bad value (--batch-size 0, --learning-rate nan, pooling=max) fails before any loading
     check_overrides(chosen, opts.recipe)
-    tasks = task_options(opts.recipe, {card.type for card, _ in chosen}, opts.max_eval)
+    tasks = task_options(opts.recipe, {card.type for card, _ in chosen}, opts.max_eval, limit=opts.limit,
+                         auto_batch=opts.auto_batch)
     data = DataRoot.resolve(opts.data)
     chosen, notes, errors = check_files(chosen, data, opts.setting)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
