@@ -1,6 +1,6 @@
 """Controlled-language study: how zero-shot transfer depends on shared vocabulary and word order.
 
-Runs the quickstart (same world size, model and budget) on worlds that differ in one knob and prints one table:
+Runs the quickstart (same world size, model and step count) on worlds that differ in one knob and prints one table:
 fine-tuning tasks as "mean over the derived languages" (trained on qaa only; the qaa score beside it), probes at
 their best layer. Conditions:
 
@@ -10,7 +10,7 @@ their best layer. Conditions:
 - ``random``: the ``overlap`` world with an untrained (random-init) model of the same shape: the floor that the
   shared word forms alone give; ``random0`` likewise on the ``overlap0`` world.
 
-    python bench/quickstart_transfer.py [--seeds 1] [--minutes 5] [--out runs/study] [--conditions a,b]
+    python bench/quickstart_transfer.py [--seeds 1] [--steps 400] [--out runs/study] [--conditions a,b]
 
 Every run is a quickstart folder (reused when rerun); the table goes to stdout and ``<out>/study.md``.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xeval.base.atomic import write_text  # noqa: E402
-from xeval.run.quickstart import FINETUNE, PROBES, Options, quickstart  # noqa: E402
+from xeval.run.quickstart import FINETUNE, PROBES, STEPS, Options, quickstart  # noqa: E402
 
 CONDITIONS = {
     "overlap": {"overlap": (0.5,), "order": ("SVO",)},
@@ -86,7 +86,7 @@ def table(results: dict[str, list[dict]]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--steps", type=int, default=None, help="pre-training steps (default: the quickstart's)")
     parser.add_argument("--out", default="runs/study")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     args = parser.parse_args(argv)
@@ -97,9 +97,9 @@ def main(argv=None) -> int:
     for cond in [c.strip() for c in args.conditions.split(",") if c.strip()]:
         spec = dict(CONDITIONS[cond])
         for seed in range(args.seeds):
-            opts = Options(out=str(Path(args.out) / f"{cond}-s{seed}"), minutes=args.minutes, seed=seed,
-                           overlap=spec["overlap"], order=spec["order"],
-                           max_steps=spec.get("max_steps", 100_000))  # fmt: skip
+            steps = spec.get("max_steps", STEPS if args.steps is None else args.steps)
+            opts = Options(out=str(Path(args.out) / f"{cond}-s{seed}"), steps=steps, seed=seed,
+                           overlap=spec["overlap"], order=spec["order"])  # fmt: skip
             print(f"== {cond} seed {seed}", flush=True)
             result = quickstart(opts, echo=lambda text: print(f"   {text}", flush=True))
             from xeval.results.store import load_records

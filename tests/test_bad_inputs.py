@@ -574,7 +574,7 @@ def test_a_label_free_language_does_not_hide_the_others_in_the_run_table():
     assert rows[0].split() == ["ar", "test", "10", "-", "-"] and rows[1].split() == ["de", "test", "10", "61.5", "40.0"]
 
 
-@pytest.mark.parametrize("flags, expected", [(["--minutes", "nan"], "--minutes"), (["--threads", "0"], "--threads"),
+@pytest.mark.parametrize("flags, expected", [(["--steps", "-1"], "--steps"), (["--threads", "0"], "--threads"),
                                              (["--seed", "-1"], "--seed")])
 def test_bad_quickstart_arguments_fail_before_writing(tmp_path, capfd, flags, expected):
     error = one_error(capfd, ["quickstart", "--out", str(tmp_path / "qs"), *flags])

@@ -75,7 +75,8 @@ def test_tables_per_task_and_the_final_count_line(data_root, tmp_path, capsys):
     rows = [row.split()[:2] for row in table[2:8]]
     # the reported split and its avg, then FLORES-200 dev (the split that chose the layer) and its avg
     assert rows[:2] == [["de", "test"], ["fr", "test"]] and rows[2][0] == "avg"
-    assert rows[3:5] == [["de", "dev"], ["fr", "dev"]] and rows[5] == ["avg", "(dev)"]
+    assert rows[3:5] == [["de", "dev"], ["fr", "dev"]] and table[7].split()[:3] == ["avg", "(dev,", "FLORES-200)"]
+    assert table[5].split()[1:3] == ["dev", "(FLORES-200)"]  # Tatoeba's dev rows are FLORES-200, and say so
     assert "reported at layer" in table[0] and "chosen on dev" in table[0]
     assert "8 units computed, 0 reused, in" in out  # 2 languages x 2 layers, on test and on the selection split
     assert main([*args, "--layers", "0,1,2"]) == 0  # resume: only layer 2 is new

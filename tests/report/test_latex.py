@@ -96,9 +96,9 @@ def test_fragment_labels_minus_alignment_and_seed_std(paper, paper_tables):
     assert "tab:summary" in labels and "tab:gap" in labels and len(labels) == len(set(labels))
     gap = latex.latex_table(next(t for t in build(paper, "gap")))
     assert "$-$" in gap and not re.search(r"(?<![\w$])-\d", gap)  # negative gaps with a real minus
-    summary = latex.latex_table(build(paper, "summary")[0])
+    summary = latex.latex_table(build(paper, "summary")[0], 900)  # wide enough to fit as it is
     assert r"r@{.}l" in summary  # integer and fraction columns: points aligned
-    rows = [line for line in summary.splitlines() if line.startswith("XLM-R base")]  # the table split in floats
+    rows = [line for line in summary.splitlines() if line.startswith("XLM-R base")]
     assert sum(row.count(r"\pm") for row in rows) == 11  # 3 seeds: ± on POS, NER, 3 x F1/EM, XNLI, PAWS-X, Avg
     assert "-{}-layer" in tex or "--layer" not in tex  # "--layer" in a note stays two hyphens
 
@@ -132,3 +132,46 @@ def test_rename_and_order_rows(tmp_path, capsys):
     assert main(["report", str(run), "--rename", "gamma=G"]) == 2
     assert "--rename: no model 'gamma'" in capsys.readouterr().err
     assert main(["report", str(run), "--rename", "alpha=beta"]) == 2  # two rows would share a label
+
+
+@pytest.fixture(scope="module")
+def seven_tasks():
+    """The summary of 3 models x 3 seeds x the seven fine-tuning tasks on every XTREME language (2 bands of header,
+    ten numbers a row with their ± over seeds)."""
+    records = [r for r in xtreme_scale_records() if r.unit.task not in ("tatoeba", "bucc")]
+    return build(Results(records), "summary")[0]
+
+
+def _has_siunitx() -> bool:
+    return latex.resolve_decimals("auto")
+
+
+@pytest.mark.parametrize("decimals", ["align", "siunitx"])
+@pytest.mark.parametrize("width, env", [("column", "table"), ("page", "table*")])
+def test_a_3_model_7_task_summary_is_one_float_at_column_and_page_width(seven_tasks, tmp_path, width, env, decimals):
+    """Issue 26 item 6: compiled as it is (no hand-editing), the summary is ONE float, ``table*`` at page width,
+    with nothing overfull and no text below 8 pt; siunitx S columns where asked for."""
+    if decimals == "siunitx" and not _has_siunitx():
+        pytest.skip("siunitx not installed (apt-get install texlive-science)")
+    tex = render.render([seven_tasks], "latex", standalone=True, text_width=width, decimals=decimals)
+    assert tex.count(rf"\begin{{{env}}}") == 1 and "(continued)" not in tex
+    assert (r"\begin{table}" not in tex) if env == "table*" else (r"\begin{table*}" not in tex)
+    assert ("S[table-format=2.1]" in tex) == (decimals == "siunitx") and (r"r@{.}l" in tex) == (decimals == "align")
+    for header in ("POS", "NER", "XQuAD", "MLQA", "TyDiQA", "XNLI", "PAWS-X"):
+        assert header in tex
+    pdf, log = _compile(tex, tmp_path)
+    assert "Overfull" not in log, re.findall(r"Overfull.*", log)
+    assert min(_char_sizes(pdf)) >= 7.9
+    fragment = render.render([seven_tasks], "latex", text_width=width, decimals=decimals)
+    assert fragment.count(rf"\begin{{{env}}}") == 1 and r"\documentclass" not in fragment
+
+
+def test_columns_of_tasks_that_never_ran_are_left_out():
+    records = transfer_records(A, skip=("tydiqa", "pawsx")) + transfer_records(B, skip=("tydiqa", "pawsx"))
+    [summary] = build(Results(records), "summary")
+    assert "TyDiQA F1" in summary.mean.columns  # the table keeps its layout; the renderers leave it out
+    for fmt in ("latex", "md"):
+        text = render.render([summary], fmt)
+        assert "TyDiQA" not in text and "PAWS-X" not in text and "Avg (7 tasks) |" not in text
+        assert "XQuAD" in text and "XNLI" in text
+    assert r"\multicolumn{4}{c}{\begin{tabular}[b]{@{}c@{}}Sentence" not in render.render([summary], "latex")

@@ -49,7 +49,7 @@ def test_latex_and_csv_mark_partial_cells(results):
     assert "†" not in tex
     summary = pd.read_csv(io.StringIO(render.render(build(results, "summary"), "csv")), index_col=0)
     assert summary.loc["alpha", "POS F1"] == pytest.approx(80.0)  # values stay numbers
-    assert bool(summary.loc["alpha", "POS F1 partial"]) and not bool(summary.loc["beta", "TyDiQA F1 partial"])
+    assert summary.loc["alpha", "POS F1 marks"] == "†" and pd.isna(summary.loc["beta", "TyDiQA F1 marks"])
 
 
 def test_markdown_language_table_shows_seed_std(results):

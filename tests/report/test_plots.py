@@ -92,3 +92,81 @@ def test_gap_std_is_the_std_of_the_per_seed_gaps():
             records.append(rec(A, "xnli", lang, {"accuracy": value}, seed=seed))
     # per-seed gaps: 80 - 55 = 25, 82 - 56 = 26, 78 - 56 = 22 -> sample std 2.0817
     assert plots.gap_std(Results(records)) == {("alpha", "XNLI"): pytest.approx(2.081666, abs=1e-5)}
+
+
+def _kept_figure(monkeypatch, results, kind, tmp_path, **kwargs):
+    import matplotlib.pyplot as plt
+
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    plots.plot(results, kind, tmp_path / kind, **kwargs)
+    monkeypatch.undo()
+    return kept[0]
+
+
+def _panels(fig):
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def test_language_panels_are_a_grid_not_one_tall_column(paper, tmp_path, monkeypatch):
+    """Issue 26 item 7: nine tasks at page width in rows of three panels (were one column 8.2 in tall);
+    --figure-columns chooses."""
+    fig = _kept_figure(monkeypatch, paper, "languages", tmp_path, width="page")
+    try:
+        lefts = {round(ax.get_position().x0, 2) for ax in _panels(fig)}
+        assert len(_panels(fig)) == 9 and len(lefts) == 3
+        # tasks of few languages side by side, a task of many in a row of its own: shorter than one column of
+        # nine panels (1.9 in each)
+        assert fig.get_size_inches()[1] < 9 * 1.9 * 0.8
+    finally:
+        plots.plt.close(fig)
+    fig = _kept_figure(monkeypatch, paper, "languages", tmp_path, width="page", columns=2, tasks=["xquad", "mlqa"])
+    try:
+        assert len({round(ax.get_position().x0, 2) for ax in _panels(fig)}) == 2
+    finally:
+        plots.plt.close(fig)
+
+
+def test_no_titles_by_default_task_names_on_panels_and_titles_when_asked(paper, tmp_path, monkeypatch):
+    gap = _kept_figure(monkeypatch, paper, "gap", tmp_path)
+    layers = _kept_figure(monkeypatch, paper, "layers", tmp_path, tasks=["tatoeba"])
+    titled = _kept_figure(monkeypatch, paper, "gap", tmp_path, titles=True)
+    try:
+        assert gap.axes[0].get_title() == "" and not gap.texts  # one panel: the caption says what it is
+        assert layers.axes[0].get_title() == ""  # one panel (Tatoeba's sweep)
+        assert titled.axes[0].get_title().startswith("Cross-lingual transfer gap")
+    finally:
+        for fig in (gap, layers, titled):
+            plots.plt.close(fig)
+    fig = _kept_figure(monkeypatch, paper, "languages", tmp_path, width="page")
+    try:  # several panels: each named by its task, no more
+        assert [ax.get_title() for ax in _panels(fig)][:2] == ["POS (udpos)", "NER (panx)"]
+    finally:
+        plots.plt.close(fig)
+
+
+def test_figure_tasks_selects_the_panels(paper, tmp_path, monkeypatch):
+    from xeval.base.errors import UserError
+
+    fig = _kept_figure(monkeypatch, paper, "languages", tmp_path, tasks=["pos", "xnli"])
+    try:
+        assert len(_panels(fig)) == 2
+    finally:
+        plots.plt.close(fig)
+    with pytest.raises(UserError, match="--figure-tasks: no records for 'nope'; the runs have: .*udpos"):
+        plots.plot(paper, "languages", tmp_path / "x", tasks=["nope"])
+
+
+def test_the_selection_split_star_is_drawn_only_where_a_selection_split_ran(tmp_path, monkeypatch):
+    def legend_texts(records):
+        fig = _kept_figure(monkeypatch, Results(records), "layers", tmp_path)
+        try:
+            return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        finally:
+            plots.plt.close(fig)
+
+    with_dev = legend_texts(probe_records(A, dev_best=1))
+    assert "chosen layer (on dev, FLORES-200)" in with_dev  # Tatoeba's selection split is FLORES-200 dev
+    without = legend_texts(probe_records(A))  # no dev records: the reported layer is the last one
+    assert not any("chosen layer" in t for t in without)
+    assert "reported layer (the last layer; no selection split)" in without

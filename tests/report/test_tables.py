@@ -166,7 +166,7 @@ def _official_records(model, drop=()):
 
 def test_summary_full_language_sets_are_unmarked():
     table = summary_table(Results(_official_records(A)))
-    assert table.marked is None
+    assert table.marks is None
     assert not any(note.startswith("†") for note in table.notes)
     assert table.mean.loc["alpha", "Avg (7 tasks)"] == pytest.approx(445 / 7)
 
@@ -176,7 +176,7 @@ def test_summary_marks_partial_language_sets_with_counts():
     records = _official_records(A) + _official_records(B, drop=drop)
     records += [rec(B, "xnli", "xx", {"accuracy": 75.0})]  # a language XTREME's XNLI does not have
     table = summary_table(Results(records))
-    marked = table.marked
+    marked = table.marks != ""
     assert not marked.loc["alpha"].any()  # the official sets stay unmarked, Avg included
     assert marked.loc["beta", "POS F1"] and marked.loc["beta", "XNLI Acc"]
     assert not marked.loc["beta", ["NER F1", "XQuAD F1", "XQuAD EM", "PAWS-X Acc"]].any()
@@ -184,14 +184,15 @@ def test_summary_marks_partial_language_sets_with_counts():
     assert table.mean.loc["beta", "Avg (7 tasks)"] == pytest.approx(445 / 7)
     assert "† averaged over N of M XTREME languages per task: POS 30 of 33, XNLI 15 of 15 (+1 not in XTREME)" \
         in table.notes
-    assert "Avg (7 tasks)†: a mean over † cells, not XTREME's number" in table.notes
+    assert "Avg (7 tasks)†: a mean over marked cells, not XTREME's number" in table.notes
 
 
 def test_summary_marks_a_three_language_run(results):
     table = summary_table(results)  # alpha and beta both on en/de/zh; beta without TyDiQA
-    assert table.marked.loc["alpha"].all()  # Tatoeba on de/zh only is marked too
-    assert not table.marked.loc["beta", "Avg (7 tasks)"]  # no Avg shown, nothing to mark
-    assert math.isnan(table.mean.loc["beta", "Avg (7 tasks)"]) and not table.marked.loc["beta", "TyDiQA F1"]
+    marked = table.marks != ""
+    assert marked.loc["alpha"].all()  # Tatoeba on de/zh only is marked too
+    assert not marked.loc["beta", "Avg (7 tasks)"]  # no Avg shown, nothing to mark
+    assert math.isnan(table.mean.loc["beta", "Avg (7 tasks)"]) and not marked.loc["beta", "TyDiQA F1"]
     assert "POS 3 of 33" in table.notes[2] and "TyDiQA 1 of 9 (+2 not in XTREME)" in table.notes[2]  # no de/zh
 
 
@@ -205,7 +206,8 @@ def test_tables_use_the_layer_chosen_on_the_selection_split_not_the_test_best():
     assert any("chosen on dev" in note for note in best.notes)
     tatoeba = _table(language_tables(results), "languages:tatoeba")
     assert {ix[0] for ix in tatoeba.mean.index} == {"alpha · L1"}
-    assert any("layer: chosen on dev (mean over 2 languages)" in note for note in tatoeba.notes)
+    # Tatoeba's dev split is FLORES-200 (the card's split_sources): every table says so beside "dev"
+    assert any("layer: chosen on dev (FLORES-200; mean over 2 languages)" in note for note in tatoeba.notes)
     assert set(results.long["split"]) == {"test"}  # dev chose the layer; it is not reported
 
 
@@ -244,7 +246,7 @@ def test_the_xtreme_score_counts_nine_tasks_and_the_seven_task_mean_is_named_apa
     assert row["XTREME score"] == pytest.approx(536.75 / 9) and row["Avg (7 tasks)"] == pytest.approx(441.35 / 7)
     assert round(row["XTREME score"], 1) == 59.6  # and 63.05 for the 7-task mean, printed 63.1 in papers
     assert row["BUCC F1"] == pytest.approx(56.7) and row["Tatoeba Acc"] == pytest.approx(38.7)
-    assert table.marked is None  # XTREME's own language sets
+    assert table.marks is None  # XTREME's own language sets
     # without Tatoeba there is no XTREME score, only the 7-task mean
     partial = summary_table(Results([r for r in records if r.unit.task != "tatoeba"])).mean.loc["alpha"]
     assert "XTREME score" not in partial.index and partial["Avg (7 tasks)"] == pytest.approx(441.35 / 7)

@@ -19,8 +19,7 @@ TINY_EVAL = {"max_train": 16, "epochs": 1, "max_dev": 8, "max_eval": 8, "batch_s
 
 
 def tiny_options(out) -> Options:
-    return Options(out=str(out), minutes=1, languages=2, sizes=TINY_SIZES, plan=TINY_PLAN, eval=TINY_EVAL,
-                   pretrain_seconds=60, max_steps=3)  # fmt: skip
+    return Options(out=str(out), steps=3, languages=2, sizes=TINY_SIZES, plan=TINY_PLAN, eval=TINY_EVAL)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +48,13 @@ def test_every_stage_writes_its_output(first_run):
     layers = {r for r in saved["headline"] if r.startswith("synth_tatoeba")}
     assert layers and any("report" in line for line in lines)
     assert set(saved["stages"]) == {"world", "pretrain", "evaluate", "report"}
+    # chance and majority beside every task that has them: PAWS-X (accuracy) both, Tatoeba chance, QA none
+    header, *rows = saved["headline"]
+    assert header.split()[4:7] == ["control", "chance", "majority"]
+    by_task = {row.split()[0]: row.split() for row in rows}
+    assert by_task["synth_pawsx"][5] == "50.0" and float(by_task["synth_pawsx"][6]) >= 50.0
+    assert by_task["synth_qa"][5:7] == ["-", "-"]
+    assert any("done in" in line and "from the start of the process" not in line for line in lines)  # the API
 
 
 @pytest.mark.slow
@@ -77,8 +83,8 @@ def test_quickstart_world_passes_data_check(first_run, monkeypatch):
 def test_bad_options_are_user_errors_and_write_nothing(tmp_path):
     from xeval.base.errors import UserError
 
-    with pytest.raises(UserError, match="--minutes"):
-        quickstart(Options(out=str(tmp_path / "a"), minutes=0), echo=lambda text: None)
+    with pytest.raises(UserError, match="--steps"):
+        quickstart(Options(out=str(tmp_path / "a"), steps=-1), echo=lambda text: None)
     with pytest.raises(UserError, match="--order"):
         quickstart(Options(out=str(tmp_path / "b"), order=("XYZ",)), echo=lambda text: None)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
@@ -89,7 +95,7 @@ def test_zero_steps_gives_a_random_init_control(first_run, tmp_path):
     from xeval.run.quickstart_model import quickstart_config, train_quickstart_model
 
     out, _, _ = first_run
-    cfg = quickstart_config(out / "world", max_steps=0, overrides=TINY_PLAN)
+    cfg = quickstart_config(out / "world", steps=0, overrides=TINY_PLAN)
     summary = train_quickstart_model(cfg, tmp_path / "control", echo=lambda text: None)
     assert summary["steps"] == 0 and (tmp_path / "control" / "model.safetensors").is_file()
     assert summary["parameters"] > 0 and summary["objectives"] == ["mlm", "seqcl"]
@@ -100,7 +106,7 @@ def test_pretraining_is_the_engines_quickstart_preset(first_run):
     out, result, lines = first_run
     card = json.loads((out / "model" / "xeval_pretrain.json").read_text(encoding="utf-8"))
     assert card["config"]["name"] == "quickstart" and card["config"]["data"]["layout"] == "synthetic"
-    assert card["config"]["train"]["max_seconds"] == 60 and card["config"]["train"]["steps"] == 3
+    assert card["config"]["train"]["max_seconds"] is None and card["config"]["train"]["steps"] == 3  # fixed steps
     assert (out / "model" / "state" / "step-0000003" / "state.json").is_file()  # the steps actually done
     assert any(line.strip().startswith("encoder ") for line in lines)  # the engine's log, indented under [2/4]
     assert set(result["pretrain"]["last"]) >= {"loss", "mlm", "seqcl"}

@@ -52,4 +52,6 @@ def test_headline_control_column_from_records():
     assert head[1].split()[6] == "5.0"
     # without a control, the summary is as before (no column)
     plain = headline([r for r in records if not r.model], "qaa")
-    assert "control" not in plain[0] and plain[1].split()[:6] == head[1].split()[:6] and len(plain[1].split()) == 10
+    # (chance and majority: "-" here, the records carry no data block to tell the task's format)
+    assert "control" not in plain[0] and plain[1].split()[:6] == head[1].split()[:6] and len(plain[1].split()) == 12
+    assert plain[0].split()[4:6] == ["chance", "majority"] and plain[1].split()[6:8] == ["-", "-"]

@@ -41,6 +41,11 @@ def test_tatoeba_export_labels_sidecar_rescore_and_reexport_on_resume(data_root,
         assert [str(r["prediction"]) for r in rows] == predictions and [r["gold"] for r in rows] == list(range(60))
         assert all(r["correct"] == (r["prediction"] == r["gold"]) for r in rows)
         assert 100 * sum(r["correct"] for r in rows) / 60 == pytest.approx(records[lang].metrics["accuracy"])
+        # the input text: line i's English query and the sentence it should find (the data files' line i)
+        name = {"de": "deu", "fr": "fra"}[lang]
+        english = (data_root / "tatoeba" / f"tatoeba.{name}-eng.eng").read_text(encoding="utf-8").splitlines()
+        own = (data_root / "tatoeba" / f"tatoeba.{name}-eng.{name}").read_text(encoding="utf-8").splitlines()
+        assert [r["input"] for r in rows[:3]] == [[english[i].strip(), own[i].strip()] for i in range(3)]
     capsys.readouterr()
     # the exported files re-score to the stored numbers through xeval score
     assert main(["score", "--predictions", str(export), "--labels", str(labels), "--partial", "--out",
@@ -73,6 +78,11 @@ def test_a_dev_split_is_exported_as_dev_with_its_sidecar(data_root, tmp_path):
         rows = _jsonl(export / "xnli" / f"dev-{lang}.jsonl")
         assert [r["prediction"] for r in rows] == predictions and len(rows) == 16
         assert all(r["correct"] == (r["gold"] == r["prediction"]) for r in rows)
+        # the input text: premise and hypothesis, as the dev file's line named by the id holds them
+        lines = (data_root / "xnli_xtreme" / f"dev-{lang}.tsv").read_text(encoding="utf-8").splitlines()
+        for row in rows[:3]:
+            line = int(row["id"].rsplit(":", 1)[1])
+            assert row["input"] == lines[line - 1].split("\t")[:2], row
         assert 100 * sum(r["correct"] for r in rows) / 16 == pytest.approx(rec.metrics["accuracy"])
 
 

@@ -19,6 +19,8 @@ class TaskOptions:
     recipe: dict = field(default_factory=dict)  # fine-tuning tasks: ``Recipe`` fields over the card's recipe
     probe: dict = field(default_factory=dict)  # probes: options over ``probes.base.DEFAULTS`` and the card's
     max_eval: int | None = None  # every task: the first N examples of each language
+    limit: float | None = None  # every task: the first ceil(F * n) of a language's n examples (--limit F, 0 < F < 1)
+    auto_batch: bool = False  # fine-tuning: the largest micro-batch that fits (--batch-size auto; batch_search)
 
 
 @dataclass
@@ -42,7 +44,7 @@ class RunContext:
 
     def identity_options(self) -> dict:
         """The run-wide settings every unit's config hash holds (``xeval.results.identity``): the setting, the mode
-        and compat mode where not the default, ``--max-eval``. Recipe overrides are hashed as the resolved recipe,
+        and compat mode where not the default, ``--max-eval``, ``--limit``, ``--batch-size auto``. Recipe overrides are hashed as the resolved recipe,
         the shots per unit, export folders and caches decide no number."""
         out: dict = {"setting": self.setting}
         if self.mode != "finetune":
@@ -51,4 +53,8 @@ class RunContext:
             out["compat"] = self.compat
         if self.tasks.max_eval is not None:
             out["max_eval"] = self.tasks.max_eval
+        if self.tasks.limit is not None:
+            out["limit"] = self.tasks.limit
+        if self.tasks.auto_batch:
+            out["batch_size"] = "auto"
         return out

@@ -21,6 +21,9 @@ A **card** (``tasks/<name>.yaml``) says what a task is; it never holds code::
     recipe: {epochs: 10, learning_rate: 2.0e-5, batch_size: 32, max_length: 128, ...}
     subsample: {train: 2000, eval: 200}   # optional: deterministic per-language subsampling (see sources.py)
     notes: [...]                    # substitutions and caveats, shown by ``xeval tasks`` and recorded
+    substitutes: {shared: {train: "MultiNLI's 9,999-pair subset for MultiNLI train"}}   # per layout: files that
+                                    # stand in for XTREME's; tables mark the cells trained or scored on them
+    split_sources: {dev: FLORES-200}  # a split whose data is another dataset: named beside the split everywhere
     citation: "..."
     licence: "..."
 
@@ -61,10 +64,12 @@ LAYOUTS = ("shared", "xtreme")
 CARD_KEYS = {
     "name", "type", "format", "description", "languages", "names", "labels", "metric", "metrics", "train",
     "eval_split", "eval_splits", "files", "hub", "recipe", "subsample", "notes", "citation", "licence",
+    "substitutes", "split_sources",
 }
 
 
-_PROSE_KEYS = {"description", "notes", "citation", "licence"}  # change no number: left out of the card's hash
+# change no number: left out of the card's hash
+_PROSE_KEYS = {"description", "notes", "citation", "licence", "substitutes", "split_sources"}
 
 
 _REQUIRED = ("name", "type", "format", "languages", "metric", "files")
@@ -97,6 +102,8 @@ class Card:
     notes: list[str] = field(default_factory=list)
     citation: str = ""
     licence: str = ""
+    substitutes: dict[str, dict[str, str]] = field(default_factory=dict)  # layout -> split -> what stands in
+    split_sources: dict[str, str] = field(default_factory=dict)  # split -> the dataset its files come from
     suite: str | None = None  # set on the effective cards a suite returns
     path: str = ""  # the YAML file it came from (not part of the hash)
 
@@ -133,6 +140,11 @@ class Card:
         if self.train and split == self.train.get("split"):
             return self.subsample.get("train")
         return self.subsample.get(split, self.subsample.get("eval"))
+
+    def split_label(self, split: str) -> str:
+        """``dev (FLORES-200)`` where the split's data is another dataset (``split_sources``), else the split."""
+        source = self.split_sources.get(split)
+        return f"{split} ({source})" if source else split
 
     def source(self, layout: str, split: str) -> Any:
         try:
@@ -211,6 +223,7 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
     extra = sorted(set(obj.get("eval_splits") or {}) - set(langs))
     if extra:
         raise ConfigError(f"{path}: eval_splits names languages not in 'languages': {', '.join(extra)}")
+    _check_prose_maps(obj, path)
     notes = obj.get("notes") or []
     return Card(
         name=obj["name"], type=obj["type"], format=obj["format"], languages=list(langs), metric=obj["metric"],
@@ -219,8 +232,21 @@ def card_from_dict(obj: dict, path: str | Path = "<card>") -> Card:
         eval_split=obj.get("eval_split", "test"), eval_splits=dict(obj.get("eval_splits") or {}), hub=hub,
         recipe=dict(obj.get("recipe") or {}), subsample=dict(obj.get("subsample") or {}),
         notes=[notes] if isinstance(notes, str) else list(notes), citation=obj.get("citation", "").strip(),
-        licence=obj.get("licence", ""), path=path,
+        licence=obj.get("licence", ""), substitutes={k: dict(v) for k, v in (obj.get("substitutes") or {}).items()},
+        split_sources=dict(obj.get("split_sources") or {}), path=path,
     )
+
+
+def _check_prose_maps(obj: dict, path: str) -> None:
+    """``substitutes``: layout -> split -> text; ``split_sources``: split -> text."""
+    subs = obj.get("substitutes") or {}
+    if not isinstance(subs, dict) or not all(
+            lay in LAYOUTS and isinstance(by_split, dict) and all(isinstance(t, str) for t in by_split.values())
+            for lay, by_split in subs.items()):
+        raise ConfigError(f"{path}: 'substitutes' must map layouts ({', '.join(LAYOUTS)}) to {{split: text}}")
+    sources = obj.get("split_sources") or {}
+    if not isinstance(sources, dict) or not all(isinstance(t, str) for t in sources.values()):
+        raise ConfigError(f"{path}: 'split_sources' must map split names to the dataset's name")
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # card and suite names: file names in a task folder, no paths

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from xeval.base.errors import ConfigError, did_you_mean
+from xeval.base.errors import ConfigError, UserError, did_you_mean
 from xeval.base.shipped import tasks_root
 from xeval.base.textfile import read_utf8
 from xeval.cards.card import SUITE_KEYS, Card, Suite, card_from_dict, check_name, effective_card, entry_name
@@ -86,6 +86,22 @@ def load_card(name: str, extra: list[Path] | None = None) -> Card:
     if obj.get("name") != name:
         raise ConfigError(f"{path}: expected 'name: {name}' (the file name), found {obj.get('name')!r}")
     return card_from_dict(obj, path)
+
+
+_KNOWN: dict[tuple, Card | None] = {}
+
+
+def known_card(name: str) -> Card | None:
+    """The card ``name`` as the task folders hold it now, or None where none loads (a record's card that is not on
+    the search path, a name from another version): what reports read beside a record's numbers (its prose: which
+    files stood in for XTREME's, where a split's data comes from), never what decides one."""
+    key = (name, tuple(map(str, task_dirs())))
+    if key not in _KNOWN:
+        try:
+            _KNOWN[key] = load_card(name)
+        except UserError:  # ConfigError and unreadable files alike
+            _KNOWN[key] = None
+    return _KNOWN[key]
 
 
 def load_suite(name: str) -> Suite:

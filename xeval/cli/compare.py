@@ -36,7 +36,9 @@ def add_arguments(parser) -> None:
                              "Holm-Bonferroni across each task's languages; marks significant cells, exit 0")
     parser.add_argument("--alpha", type=float, default=0.05, help="--significance: level after correction (0.05)")
     parser.add_argument("--baseline-model", metavar="MODEL", help="--significance: the model of A when A's runs hold several")
-    parser.add_argument("--layer", default="best", help="--significance, probes: the layer to test (default: best)")
+    parser.add_argument("--layer", default="selection-split",
+                        help="--significance, probes: the layer to test (default: the one chosen on the selection "
+                             "split)")
     parser.add_argument("--tolerance", type=float, default=0.0, metavar="T",
                         help="allowed drop in points before a value counts as regressed (default 0)")
     parser.add_argument("--tolerance-examples", type=float, default=0.0, metavar="K",

@@ -12,7 +12,7 @@ from xeval.report import plots
 from xeval.report.build import TABLES, build
 from xeval.report.formats import render
 from xeval.report.gate import baseline_document, dump_baseline
-from xeval.report.tables.base import Results
+from xeval.report.tables.base import CHOSEN, Results
 from xeval.results.store import load_records
 
 NAME = "report"
@@ -32,9 +32,15 @@ def add_arguments(parser) -> None:
                              "a document), csv, or baseline (the JSON that xeval compare checks against)")
     parser.add_argument("--standalone", action="store_true",
                         help="latex: a whole document that pdflatex compiles as is, instead of the floats only")
-    parser.add_argument("--text-width", type=float, default=None, metavar="PT",
-                        help="latex: the text width tables must fit at 9 pt, in pt (default 345, LaTeX article's; "
-                             "455 for an ACL table*); wider tables are transposed or split, never shrunk")
+    parser.add_argument("--text-width", default=None, metavar="column|page|PT",
+                        help="latex: the width tables must fit at 9 pt: column (ACL's 219 pt column, a table float), "
+                             "page (455 pt, a table* float across both columns) or a width in pt (a table; default "
+                             "345, LaTeX article's); a wider table gets its ± under the numbers, is turned or cut into "
+                             "pieces stacked in its one float, never shrunk")
+    parser.add_argument("--decimals", choices=["align", "siunitx", "auto"], default="align",
+                        help="latex: numbers aligned on the point with r@{.}l column pairs (align, default: no "
+                             "package), with siunitx S columns (the paper loads siunitx), or auto (siunitx where "
+                             "this machine's TeX has it)")
     parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                         help="row label OLD (or a model key) shown as NEW in tables and figures (repeatable)")
     parser.add_argument("--order", metavar="M1,M2",
@@ -44,11 +50,20 @@ def add_arguments(parser) -> None:
                         help="figure(s) to draw, PNG + PDF: " + " | ".join(plots.KINDS) + " (repeatable)")
     parser.add_argument("--figure-width", choices=sorted(plots.WIDTHS), default="column",
                         help="figures exactly a paper's column (3.3 in, default) or page (6.9 in) wide, text >= 7 pt")
+    parser.add_argument("--figure-tasks", metavar="T1,T2",
+                        help="figures: only these tasks' panels (names as in the records, or pos, ner, ...)")
+    parser.add_argument("--figure-columns", type=int, metavar="N",
+                        help="figures: panels a row (default: as many as fit the width, in a grid)")
+    parser.add_argument("--figure-titles", action="store_true",
+                        help="figures: descriptive titles (default none: the caption belongs to the paper; a "
+                             "figure of several panels names each panel's task)")
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="folder for figures (<DIR>/<kind>.png|pdf); default: beside --out, else figures/")
     parser.add_argument("--split", help="report this split (default: test where present)")
-    parser.add_argument("--layer", default="best", metavar="K|best",
-                        help="probes: the hidden_states index shown in per-language tables (default: best)")
+    parser.add_argument("--layer", default=CHOSEN, metavar="K|selection-split",
+                        help="probes: the hidden_states index shown in per-language tables, or selection-split "
+                             "(default): the layer chosen on the selection split (else the card's fixed layer, else "
+                             "the last; never the reported split's best)")
     parser.add_argument("--model", help="baseline: the model to take when the runs hold several")
     parser.add_argument("--baseline-metrics", choices=["all", "headline"], default="all",
                         help="baseline: every metric of every record (default) or the headline metric of each task "
@@ -70,13 +85,19 @@ def _renames(items: list[str]) -> dict[str, str]:
 
 
 def parse_layer(text: str):
-    """--layer of report and compare --significance: a layer index or "best"."""
+    """--layer of report and compare --significance: a layer index or ``selection-split`` (the layer chosen on the
+    selection split); ``best``, its old name, still works with a deprecation line (it never meant the reported
+    split's best)."""
     if text == "best":
-        return "best"
+        print(f"xeval: warning: --layer best is deprecated; use --layer {CHOSEN} (the layer chosen on the selection "
+              "split)", file=sys.stderr)
+        return CHOSEN
+    if text == CHOSEN:
+        return CHOSEN
     try:
         return int(text)
     except ValueError:
-        raise UserError(f"--layer: expected a layer index or 'best', found {text!r}") from None
+        raise UserError(f"--layer: expected a layer index or '{CHOSEN}', found {text!r}") from None
 
 
 def run(args) -> int:
@@ -104,11 +125,14 @@ def run(args) -> int:
         preamble = [f"Runs: {', '.join(code(r) for r in args.runs)}. Models: {models}.",
                     "Scores in points (%); seeds averaged first, then languages, then tasks."]
         _emit(render.render(built, args.format, heading=args.title if which == "all" else None,
-                            preamble=preamble, standalone=args.standalone, text_width=args.text_width), args.out)
+                            preamble=preamble, standalone=args.standalone, text_width=args.text_width,
+                            decimals=args.decimals), args.out)
     if args.plot:
         folder = Path(args.figures) if args.figures else (Path(args.out).parent if args.out else Path("figures"))
         for kind in dict.fromkeys(args.plot):
-            for path in plots.plot(results, kind, folder / kind, width=args.figure_width):
+            for path in plots.plot(results, kind, folder / kind, width=args.figure_width,
+                                   tasks=comma_list(args.figure_tasks) if args.figure_tasks else None,
+                                   columns=args.figure_columns, titles=args.figure_titles):
                 print(f"wrote {path}", file=sys.stderr)
     return 0
 

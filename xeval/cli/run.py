@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from pathlib import Path
 
 NAME = "run"
 HELP = "evaluate a model on a suite: fine-tune on English, test every language, store and print the results"
+
+def _int_or_auto(text: str):
+    """``--batch-size``: a number of examples, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', found {text!r}") from None
+
 
 # Recipe overrides with their own flags (any other recipe field: --set key=value).
 _RECIPE_FLAGS = {
@@ -17,7 +28,9 @@ _RECIPE_FLAGS = {
     "epochs": (float, "training epochs"),
     "max_steps": (int, "stop training after N optimiser steps"),
     "learning_rate": (float, "peak learning rate"),
-    "batch_size": (int, "examples per optimiser step"),
+    "batch_size": (_int_or_auto, "examples per optimiser step; auto: the step of the recipe in the largest "
+                                 "micro-batches that fit the accelerator (searched, halving on out-of-memory; on "
+                                 "CPU the recipe's)"),
     "max_length": (int, "tokens per input (capped by the model's limit)"),
     "eval_every": (int, "evaluate on the English dev set every N steps (and at each epoch end)"),
     "eval_batch_size": (int, "examples per forward pass when predicting and encoding (probes: sentences)"),
@@ -25,10 +38,13 @@ _RECIPE_FLAGS = {
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", required=True, metavar="MODEL",
+    parser.add_argument("--config", metavar="FILE",
+                        help="a run config (YAML): these flags without the dashes and set: {KEY: VALUE}, merged under "
+                             "the command line (docs/run.md)")
+    parser.add_argument("--model", metavar="MODEL",
                         help="hub id, local Hugging Face folder or engine checkpoint; a glob ('ckpt/steps/*') or a "
                              "folder of checkpoints (an engine run's steps/) evaluates each, one model key apiece")
-    parser.add_argument("--suite", required=True, metavar="NAME|FILE",
+    parser.add_argument("--suite", metavar="NAME|FILE",
                         help="suite name (xeval tasks lists them), e.g. xtreme, xtreme-mini, or a suite YAML file")
     parser.add_argument("--tasks", metavar="T1,T2", help="comma-separated tasks of the suite (default: all)")
     parser.add_argument("--langs", metavar="L1,L2", help="comma-separated languages (default: each task's own)")
@@ -84,9 +100,83 @@ def add_arguments(parser) -> None:
     group = parser.add_argument_group("recipe overrides (recorded in every result's config)")
     for name, (kind, text) in _RECIPE_FLAGS.items():
         group.add_argument(f"--{name.replace('_', '-')}", type=kind, dest=f"recipe_{name}", help=text,
-                           metavar="N" if kind is int else "X")
+                           metavar={int: "N", float: "X"}.get(kind, "N|auto"))
+    group.add_argument("--limit", metavar="F|N",
+                       help="score a fraction of each language's examples, the first ceil(F x n) (0.1 = a tenth, as "
+                            "lm-evaluation-harness's --limit; recorded and part of each unit's identity), or with a "
+                            "whole N >= 1 the first N (as --max-eval)")
     group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="any other recipe field, e.g. --set warmup_ratio=0.1 (repeatable)")
+    _defaults_unset(parser)
+
+
+class _Unset:
+    """The default of every flag until ``run`` merges a ``--config`` file under what the command line gave."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET = _Unset()
+REQUIRED = ("model", "suite")
+
+
+def _defaults_unset(parser) -> None:
+    """Every flag's default becomes ``UNSET`` (its real one kept in ``_flag_defaults``), so ``run`` can tell a
+    value given on the command line from one a ``--config`` file may set; ``--set`` keeps its list."""
+    defaults, flags = {}, {}
+    for action in parser._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if not longs or action.dest in ("help", "config", "set", "quiet", "verbose"):
+            continue
+        defaults[action.dest] = action.default
+        action.default = UNSET
+        flags[longs[0][2:].replace("-", "_")] = action
+    parser.set_defaults(_flag_defaults=defaults, _flag_actions=flags)
+
+
+def _merged(args):
+    """``args`` with a ``--config`` file's values where the command line gave none, then each flag's default
+    (``xeval.run.config_file``); the file's ``set:`` entries before the command line's ``--set``."""
+    from xeval.base.errors import UserError
+    from xeval.run.config_file import read_run_config
+
+    actions = getattr(args, "_flag_actions", {})
+    config = read_run_config(args.config, {*actions, "set"}) if getattr(args, "config", None) else {}
+    for name, action in actions.items():
+        if getattr(args, action.dest) is not UNSET:
+            continue
+        if name not in config:
+            setattr(args, action.dest, args._flag_defaults[action.dest])
+            continue
+        value, where = config[name]
+        setattr(args, action.dest, _typed(action, value, where, name))
+    if "set" in config:
+        entries, where = config["set"]
+        args.set = [f"{k}={'' if v is None else v}" for k, v in entries.items()] + list(args.set)
+    for name in REQUIRED:
+        if getattr(args, name, None) in (None, ""):
+            raise UserError(f"--{name}: required (on the command line or in --config)")
+    return args
+
+
+def _typed(action, value, where: str, name: str):
+    """A config file's value as the flag would have parsed it (its type, its choices); one error naming the line."""
+    from xeval.base.errors import ConfigError
+
+    if action.nargs == 0:  # store_true
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected {name}: true or false, found {value!r}")
+        return value
+    text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    try:
+        parsed = action.type(text) if action.type is not None else text
+    except (TypeError, ValueError, argparse.ArgumentTypeError) as err:
+        raise ConfigError(f"{where}: {name}: expected {getattr(action.type, '__name__', 'a value')}, found "
+                          f"{value!r} ({err})") from None
+    if action.choices is not None and parsed not in action.choices:
+        raise ConfigError(f"{where}: {name}: expected one of {', '.join(map(str, action.choices))}, found {value!r}")
+    return parsed
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -115,10 +205,11 @@ def run(args) -> int:
     from xeval.run import results_file, trackers
     from xeval.run.distributed import detect, parse_shard
     from xeval.run.model_series import expand_models
-    from xeval.run.options import RunOptions, parse_seeds
+    from xeval.run.options import RunOptions, parse_limit, parse_seeds
     from xeval.run.runner import RunSummary
     from xeval.run.runner import run as run_suite
 
+    args = _merged(args)
     if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
         raise UserError(f"--control-seed: expected an integer in 0..2**63-1, found {args.control_seed}")
     if args.threads is not None and args.threads < 1:
@@ -130,6 +221,9 @@ def run(args) -> int:
             check_output(args.plot + suffix, "--plot", folder=False)
     recipe = {name: getattr(args, f"recipe_{name}") for name in _RECIPE_FLAGS
               if name != "max_eval" and getattr(args, f"recipe_{name}") is not None}
+    auto_batch = recipe.get("batch_size") == "auto"
+    if auto_batch:
+        del recipe["batch_size"]  # the step stays the recipe's; only the micro-batch is searched
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
@@ -137,6 +231,9 @@ def run(args) -> int:
         recipe[key.strip()] = value.strip()
     sink = trackers.parse(args.log_to)  # a missing extra fails now, not after the run
     started = results_file.now()
+    limit, count = parse_limit(args.limit)
+    if count is not None and args.recipe_max_eval is not None and count != args.recipe_max_eval:
+        raise UserError(f"--limit {args.limit} and --max-eval {args.recipe_max_eval}: give one of them")
     models = expand_models(args.model)
     if len(models) > 1:
         print(f"xeval run: {len(models)} checkpoints from {args.model}: {', '.join(Path(m).name for m in models)}",
@@ -145,7 +242,8 @@ def run(args) -> int:
         model=models[0], suite=args.suite, tasks=_split(args.tasks), langs=_split(args.langs),
         seeds=parse_seeds(args.seeds), data=args.data, out=args.out, export_predictions=args.export_predictions,
         export_labels=args.export_labels, overwrite=args.overwrite, device=args.device, layers=args.layers,
-        setting=args.setting, recipe=recipe, max_eval=args.recipe_max_eval, shots=_shots(args),
+        setting=args.setting, recipe=recipe, max_eval=args.recipe_max_eval if count is None else count,
+        limit=limit, auto_batch=auto_batch, shots=_shots(args),
         control=args.control, control_seed=args.control_seed, threads=args.threads,
         shard=parse_shard(args.shard), ddp_finetune=args.ddp_finetune, name=args.name,
         revision=args.revision, dtype=args.dtype, trust_remote_code=args.trust_remote_code,

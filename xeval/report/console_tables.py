@@ -9,7 +9,13 @@ from collections import defaultdict
 from xeval.cards.label_free import LABEL as UNSCORED
 from xeval.report.frame import headline_metric, with_compat_setting
 from xeval.results.controls import LABELS, control_parents
-from xeval.results.layers import SELECTION_SPLIT, choose_layers, probe_mode_chosen, reported_split
+from xeval.results.layers import (
+    SELECTION_SPLIT,
+    choose_layers,
+    probe_mode_chosen,
+    reported_split,
+    selection_source,
+)
 
 
 def summarise(records) -> dict:
@@ -62,8 +68,13 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
     reported = reported_split({split for _, split in keys})
     selection = [k for k in keys if k[1] == SELECTION_SPLIT and reported != SELECTION_SPLIT]
     shown = [k for k in keys if k not in selection]
+    source = selection_source(task)  # Tatoeba's dev rows are FLORES-200, not Tatoeba
+
+    def label(split: str) -> str:
+        return f"{split} ({source})" if split == SELECTION_SPLIT and source else split
+
     def row(lang: str, split: str) -> list[str]:
-        cells = [lang, split]
+        cells = [lang, label(split)]
         for layer in layers:
             metrics = by_layer[layer].get((lang, split), {})
             value = metrics.get(head) if head else None
@@ -88,7 +99,7 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
         body.append([f"avg ({control_label})", ""] + cells)
     body += [row(*key) for key in selection]
     if head and selection:
-        body.append([f"avg ({SELECTION_SPLIT})", ""] + averages(selection))
+        body.append([f"avg ({SELECTION_SPLIT}{', ' + source if source else ''})", ""] + averages(selection))
     chosen = f"; reported at layer {choice.layer}: {choice.describe()}" if choice is not None else ""
     title = f"{task} ({setting}; {head or 'label-free: predictions only'} by layer, hidden_states index{chosen})"
     return _grid(title, ["lang", "split", *map(str, layers)], body)
@@ -149,8 +160,9 @@ def format_tables(records) -> str:
             if control:
                 cells.append(_cell(control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))))
             body.append(cells)
+        splits = sorted({split for _, split in rows})
         if len(rows) > 1 and not unscored_rows:  # an average over some languages only would mislead
-            avg = ["avg", "", ""]
+            avg = ["avg", "+".join(splits) if len(splits) > 1 else "", ""]
             for name in names:
                 values = [m[name][0] for m in rows.values() if name in m]
                 avg.append(f"{statistics.fmean(values):.1f}")
@@ -159,8 +171,18 @@ def format_tables(records) -> str:
                 avg.append(f"{statistics.fmean(values):.1f}")
             body.append(avg)
         note = f"\n- = {UNSCORED}: XTREME's test files carry no gold; predictions are exported, never scored"
-        blocks.append(_grid(title, header, body) + (note if unscored_rows and names != ["score"] else ""))
+        mixed = _mixed_note(rows) if len(splits) > 1 and len(rows) > 1 and not unscored_rows else ""
+        blocks.append(_grid(title, header, body) + (note if unscored_rows and names != ["score"] else "") + mixed)
     return "\n\n".join(blocks)
+
+
+def _mixed_note(rows: dict) -> str:
+    """The line under a table whose average spans splits: it is not a test-set number."""
+    counts = defaultdict(int)
+    for _, split in rows:
+        counts[split] += 1
+    parts = " and ".join(f"{n} {split}" for split, n in sorted(counts.items()))
+    return f"\navg spans splits ({parts} languages): not a test-set number"
 
 
 def _probe_selection(records: list, task: str, setting: str, layer) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from xeval.cards.catalog import known_card
 from xeval.results.controls import control_parents
 from xeval.results.store import PROBE_MODE
 
@@ -120,12 +121,15 @@ class LayerChoice:
     rule: str  # "dev" | "card default" | "last layer" | "given"
     selection_score: float | None = None  # the selection split's language mean at ``layer`` (rule "dev")
     n_languages: int = 0  # languages behind that mean
+    selection_source: str | None = None  # the selection split's dataset where it is another (Tatoeba: FLORES-200)
 
     def describe(self) -> str:
         if self.rule.startswith("chosen on "):  # --mode probe: chosen on its own selection set
             return self.rule
         if self.rule == SELECTION_SPLIT:
-            return f"chosen on {SELECTION_SPLIT} (mean over {self.n_languages} languages)"
+            source = f"{self.selection_source}; " if self.selection_source else ""
+            langs = f"{self.n_languages} language{'s' * (self.n_languages != 1)}"
+            return f"chosen on {SELECTION_SPLIT} ({source}mean over {langs})"
         if self.rule == "card default":
             return "the task card's fixed layer for this depth (no selection split ran)"
         if self.rule == "given":
@@ -133,15 +137,17 @@ class LayerChoice:
         return "the last layer (no selection split ran and the card names no layer for this depth)"
 
 
-def choose_layer(layers, selection: LayerCurve | None, default: int | None) -> LayerChoice:
-    """The rule of the module docstring over the reported curve's ``layers``."""
+def choose_layer(layers, selection: LayerCurve | None, default: int | None,
+                 source: str | None = None) -> LayerChoice:
+    """The rule of the module docstring over the reported curve's ``layers``; ``source``: the selection split's
+    dataset where it is another than the task's (``selection_source``)."""
     layers = sorted(layers)
     if selection is not None:
         usable = {k: v for k, v in selection.scores.items() if k in layers}
         if usable:
             sign = 1 if selection.higher_is_better else -1
             best = max(sorted(usable), key=lambda k: (sign * usable[k], -k))
-            return LayerChoice(best, SELECTION_SPLIT, usable[best], len(selection.languages))
+            return LayerChoice(best, SELECTION_SPLIT, usable[best], len(selection.languages), source)
     if default is not None and default in layers:
         return LayerChoice(default, "card default")
     return LayerChoice(layers[-1], "last layer")
@@ -172,8 +178,16 @@ def choose_layers(records, metric: str | None = None) -> dict[tuple[str, str], t
         if curve is not None:
             layers &= set(curve.scores)
         sel = selection.get(key) if split != SELECTION_SPLIT else None
-        out[key] = (choose_layer(layers, sel, defaults.get(key)), curve)
+        card = (splits[split][0].card or {}).get("name") if splits[split] else None
+        out[key] = (choose_layer(layers, sel, defaults.get(key), selection_source(card or key[1])), curve)
     return out
+
+
+def selection_source(task: str) -> str | None:
+    """The dataset of ``task``'s selection split where it is another than the task's own (the card's
+    ``split_sources``: FLORES-200 for Tatoeba), else None."""
+    card = known_card(task)
+    return card.split_sources.get(SELECTION_SPLIT) if card else None
 
 
 def probe_mode_chosen(records: list) -> list:

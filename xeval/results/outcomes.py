@@ -15,6 +15,7 @@ The file sits beside its record, ``<record stem>.outcomes.json.gz`` (schema ``xe
 in columns::
 
     {"schema": "xeval.results.outcomes/1", "ids": [...], "gold": [...], "prediction": [...],
+     "inputs": [...],                      # optional: what each example gave the model (its text)
      "metrics": {"f1": {"aggregate": "f1", "stats": {"correct": [...], "predicted": [...], "gold": [...]}}},
      "record": {"unit": {...}, "n_examples": 977, "timestamp": "..."}, "sha256": "..."}
 
@@ -25,6 +26,10 @@ example, and every metric it has must reproduce the record's number; otherwise `
 ``DataError`` naming the file and why): an outcomes file copied from another run, left by an older record, or
 edited never gives an interval or a significance test around a number it does not belong to. Reports then show
 the cell without an interval and say why; ``xeval run`` fails where it would export such a file.
+
+``inputs`` (files written since it exists) hold each example's text as the task reads it: the tokens of a tagged
+sentence, the two texts of a pair, a question with its context, a retrieval query (the English sentence, the
+official direction's), an aligned sentence pair; the ``.jsonl`` beside exported predictions shows it as ``input``.
 
 Records written before outcomes existed, and probes whose number is not an aggregate over independent examples
 (BUCC mining: a threshold chosen over the whole corpus), have no file; reports then show no interval.
@@ -96,6 +101,7 @@ class Outcomes:
     gold: list
     prediction: list
     metrics: dict[str, MetricOutcomes] = field(default_factory=dict)
+    inputs: list | None = None  # each example's input text (see the module docstring), None in older files
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -110,10 +116,19 @@ class Outcomes:
         self.metrics[metric] = MetricOutcomes(aggregate_kind, arrays)
         return self
 
+    def with_inputs(self, inputs: list) -> Outcomes:
+        if len(inputs) != len(self.ids):
+            raise ValueError(f"expected one input per example ({len(self.ids)}), found {len(inputs)}")
+        self.inputs = list(inputs)
+        return self
+
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "ids": [str(i) for i in self.ids], "gold": self.gold, "prediction": self.prediction,
-                "metrics": {name: {"aggregate": m.aggregate, "stats": {k: _plain(v) for k, v in m.stats.items()}}
-                            for name, m in self.metrics.items()}}
+        out = {"schema": SCHEMA, "ids": [str(i) for i in self.ids], "gold": self.gold, "prediction": self.prediction,
+               "metrics": {name: {"aggregate": m.aggregate, "stats": {k: _plain(v) for k, v in m.stats.items()}}
+                           for name, m in self.metrics.items()}}
+        if self.inputs is not None:
+            out["inputs"] = self.inputs
+        return out
 
     @classmethod
     def from_json(cls, obj: dict, path: str | Path) -> Outcomes:
@@ -124,6 +139,8 @@ class Outcomes:
             out = cls(list(obj["ids"]), list(obj["gold"]), list(obj["prediction"]))
             for name, m in obj["metrics"].items():
                 out.add(name, m["aggregate"], **m["stats"])
+            if obj.get("inputs") is not None:
+                out.with_inputs(list(obj["inputs"]))
         except (KeyError, TypeError, ValueError) as err:
             raise DataError(path, None, f"expected complete per-example outcomes, found a bad field ({err})") from None
         return out

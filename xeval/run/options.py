@@ -44,6 +44,8 @@ class RunOptions:
     # the recipe flags and --set KEY=VALUE as given (numbers from flags, text from --set); task_options types them
     recipe: dict = field(default_factory=dict)
     max_eval: int | None = None  # --max-eval: the first N examples of each language, every task
+    limit: float | None = None  # --limit F (0 < F < 1): the first ceil(F * n) of each language's n examples
+    auto_batch: bool = False  # --batch-size auto: the largest fine-tuning micro-batch that fits the accelerator
     shots: list[int] | None = None  # --setting few-shot: target-language examples per language
     control: str | None = None  # "random-init": also evaluate the architecture with random weights
     control_seed: int = 0  # torch seed of the control's weights
@@ -81,6 +83,22 @@ def parse_seeds(text: str | int) -> list[int]:
     if bad:
         raise UserError(f"--seeds: expected seeds in 0..{2**32 - 1} (numpy's range), found {bad[0]}")
     return seeds
+
+
+def parse_limit(text: str | float | None) -> tuple[float | None, int | None]:
+    """``--limit``: (fraction, count): ``0.1`` a tenth of each language's examples (as lm-evaluation-harness's
+    ``--limit``), a whole number ``N >= 1`` the first N (as ``--max-eval N``)."""
+    if text is None:
+        return None, None
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UserError(f"--limit: expected a fraction like 0.1 or a count like 50, found {text!r}") from None
+    if 0 < value < 1:
+        return value, None
+    if value >= 1 and value == int(value) and value < 2**31:
+        return None, int(value)
+    raise UserError(f"--limit: expected a fraction in (0, 1) or a whole count >= 1, found {text!r}")
 
 
 def parse_layers(text: str | None, num_layers: int) -> list[int] | None:
@@ -133,7 +151,8 @@ def probe_defaults(type_names) -> dict:
     return out
 
 
-def task_options(raw: dict, type_names=None, max_eval: int | None = None, where: str = "") -> TaskOptions:
+def task_options(raw: dict, type_names=None, max_eval: int | None = None, where: str = "",
+                 limit: float | None = None, auto_batch: bool = False) -> TaskOptions:
     """The recipe flags and ``--set`` values ``raw`` (keys with ``-`` or ``_``), typed for the task types
     ``type_names`` (default: every type): the keys that are ``Recipe`` fields become the fine-tuning overrides,
     built together over the recipe defaults so a bad value or combination fails here (``--batch-size 0``,
@@ -158,5 +177,6 @@ def task_options(raw: dict, type_names=None, max_eval: int | None = None, where:
     for name in type_names:  # values a probe refuses (pooling=max) fail before any model loads
         if not task_type(name).fine_tunes:
             probes.resolve_options({}, probe, defaults, where=where or name)
-    limit = given.get("max_eval")
-    return TaskOptions(recipe=recipe, probe=probe, max_eval=None if limit is None else int(recipe.get("max_eval", limit)))
+    cap = given.get("max_eval")
+    return TaskOptions(recipe=recipe, probe=probe, max_eval=None if cap is None else int(recipe.get("max_eval", cap)),
+                       limit=limit, auto_batch=auto_batch)

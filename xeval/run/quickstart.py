@@ -3,9 +3,10 @@
 Stages, each under ``--out`` (default ``runs/quickstart``) and each reused by a rerun when its inputs match:
 
 1. ``world/``: a synthetic world (``xeval.data.synth``), reused when its ``world.json`` has the same parameters;
-2. ``model/``: a tokenizer and a tiny encoder pre-trained on the world's monolingual + parallel corpora within a
-   time budget, by the engine's ``pretrain`` with its ``quickstart`` preset (``xeval.run.quickstart_model``);
-   reused when ``model/quickstart.json`` names the same world and recipe. Trained in ``model.partial/`` and
+2. ``model/``: a tokenizer and a tiny encoder pre-trained on the world's monolingual + parallel corpora for a fixed
+   number of steps (``--steps``, default ``STEPS``: the same model, and the same numbers, on every machine), by the
+   engine's ``pretrain`` with its ``quickstart`` preset (``xeval.run.quickstart_model``); reused when
+   ``model/quickstart.json`` names the same world and recipe. Trained in ``model.partial/`` and
    renamed when complete, so a half-trained model is never reused;
 3. ``results/``: the ``synthetic`` suite through ``xeval.run.runner`` — probes (retrieval, word alignment, lexicon
    induction) over every layer, each also on the random-init control of the same architecture (seconds; the
@@ -13,10 +14,12 @@ Stages, each under ``--out`` (default ``runs/quickstart``) and each reused by a 
    language ``qaa`` and tested on every language; records are stored as they come, so an interrupted run
    resumes where it stopped;
 4. ``report.md`` + ``figures/layers.png|pdf``: xeval's report tables and layer-sweep plot for this model (its
-   control as "(random init)" rows and dashed lines), and a terminal summary with a ``control`` column.
+   control as "(random init)" rows and dashed lines), and a terminal summary with a ``control`` column and the
+   chance and majority-class baselines of every task that has one (``xeval.results.baselines``).
 
-The time budget (``--minutes``, default 5) is split: pre-training gets what is left of ``PRETRAIN_SHARE`` of it
-after the world and tokenizer are built, evaluation is subsampled by ``eval_sizes(minutes)``.
+Seconds are measured and printed (per stage and in total, the total from the process's start, imports included),
+never used to decide anything: a time budget (the quickstart's before) trained 349 steps on one machine and 1,249
+on another, so its numbers differed from machine to machine.
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xeval.base.atomic import write_json, write_text
+from xeval.base.clock import process_seconds
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_json
 from xeval.run.quickstart_model import quickstart_config, recipe_identity, train_quickstart_model
 
-PRETRAIN_SHARE = 0.4  # of the whole budget, minus what the world and the tokenizer took
+# Pre-training steps: what the old 5-minute budget reached on the team's 2-core machine (349 and 361 steps, about
+# 2 minutes of training), as a fixed count; docs/measurements.md "Quickstart" holds the measurement.
+STEPS = 400
 PROBES = ("synth_tatoeba", "synth_alignment", "synth_lexicon")
 FINETUNE = ("synth_udpos", "synth_panx", "synth_pawsx", "synth_qa")
 SUITE = "synthetic"
@@ -43,13 +49,11 @@ SUITE = "synthetic"
 @dataclass
 class Options:
     out: str = "runs/quickstart"
-    minutes: float = 5.0
+    steps: int = STEPS  # pre-training steps (0: the untrained model)
     seed: int = 0
     overlap: tuple[float, ...] = (0.5,)
     order: tuple[str, ...] = ("SVO", "SOV", "VSO")
     languages: int = 4
-    pretrain_seconds: float | None = None  # None: from --minutes
-    max_steps: int = 100_000  # pre-training steps at most (the tests use a handful)
     tasks: tuple[str, ...] = PROBES + FINETUNE
     sizes: dict = field(default_factory=dict)  # synth.Sizes overrides
     plan: dict = field(default_factory=dict)  # engine config overrides of the quickstart preset: {section: {k: v}}
@@ -65,21 +69,22 @@ WORLD_SIZES = {"mono": 5000, "parallel": 3000, "train": 1000, "dev": 200, "test"
                "alignment": 200}  # fmt: skip
 
 
-def eval_sizes(minutes: float) -> dict:
-    """Fine-tuning subsample and evaluation limits for a budget (recorded in every record's config)."""
-    scale = max(0.2, min(4.0, minutes / 5.0))
-    # learning rate: a 64-wide model fine-tuned for ~60 steps needs far more than XTREME's 2e-5 (3e-3 measured best
-    # of 3e-4, 1e-3, 3e-3 on the quickstart world)
-    return {"max_train": int(1000 * scale), "epochs": 2, "max_dev": int(100 * scale), "max_eval": int(200 * scale),
-            "learning_rate": 3e-3}  # fmt: skip
+# Fine-tuning subsample and evaluation limits (recorded in every record's config). Learning rate: a 64-wide model
+# fine-tuned for ~60 steps needs far more than XTREME's 2e-5 (3e-3 measured best of 3e-4, 1e-3, 3e-3 on the
+# quickstart world).
+EVAL_SIZES = {"max_train": 1000, "epochs": 2, "max_dev": 100, "max_eval": 200, "learning_rate": 3e-3}
 
 
 class Clock:
     """Wall and CPU seconds per stage (CPU = this process, all threads: on a shared machine wall time depends on
-    the other users, CPU time does not)."""
+    the other users, CPU time does not). ``whole_process``: the totals count from the process's start (the
+    interpreter and the imports included, as a stopwatch started with the command would read: ``xeval quickstart``),
+    else from now (a caller's own process, the Python API)."""
 
-    def __init__(self):
-        self.t0, self.c0 = time.perf_counter(), time.process_time()
+    def __init__(self, whole_process: bool = False):
+        now = time.perf_counter()
+        self.t0 = now - process_seconds() if whole_process else now
+        self.c0 = 0.0 if whole_process else time.process_time()
         self.stages: dict[str, dict] = {}
 
     def wall(self) -> float:
@@ -130,20 +135,18 @@ def _world_complete(folder: Path, manifest: dict) -> bool:
                for item in manifest.get("files", []))  # fmt: skip
 
 
-def pretrain_config(folder: Path, opts: Options, seconds: float | None):
+def pretrain_config(folder: Path, opts: Options):
     """The engine config that trains ``folder`` (the model folder) on its world."""
-    return quickstart_config(manifest_dir(folder), opts.seed, seconds, opts.max_steps, opts.plan)
+    return quickstart_config(manifest_dir(folder), opts.seed, opts.steps, opts.plan)
 
 
 def model_key(manifest: dict, opts: Options) -> str:
-    """What the model depends on: the world's bytes and the recipe, with the budget as asked (not as measured)."""
-    plan = recipe_identity(quickstart_config("world", opts.seed, None, opts.max_steps, opts.plan))
-    world = hash_json(manifest["files"])
-    budget = opts.pretrain_seconds if opts.pretrain_seconds is not None else f"{opts.minutes} min"
-    return hash_json({"world": world, "plan": plan, "budget": budget})
+    """What the model depends on: the world's bytes and the recipe (its step count included)."""
+    plan = recipe_identity(quickstart_config("world", opts.seed, opts.steps, opts.plan))
+    return hash_json({"world": hash_json(manifest["files"]), "plan": plan})
 
 
-def ensure_model(folder: Path, manifest: dict, opts: Options, seconds: float, echo) -> tuple[dict, bool]:
+def ensure_model(folder: Path, manifest: dict, opts: Options, echo) -> tuple[dict, bool]:
     marker = folder / "quickstart.json"
     key = model_key(manifest, opts)
     if marker.is_file():
@@ -154,11 +157,11 @@ def ensure_model(folder: Path, manifest: dict, opts: Options, seconds: float, ec
         if info.get("key") == key and (folder / "model.safetensors").is_file():
             echo(f"[2/4] model: reusing {folder} ({info['summary']['steps']} steps)")
             return info["summary"], True
-    cfg = pretrain_config(folder, opts, seconds)
+    cfg = pretrain_config(folder, opts)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     echo(f"[2/4] model: tokenizer + {cfg.model['num_hidden_layers']} x {cfg.model['hidden_size']} encoder, "
-         f"objectives {'+'.join(cfg.objectives)}, budget {seconds:.0f} s")  # fmt: skip
+         f"objectives {'+'.join(cfg.objectives)}, {cfg.train.steps} steps")  # fmt: skip
     summary = train_quickstart_model(cfg, partial, echo=lambda text: echo(f"      {text}"))
     write_json(partial / "quickstart.json", {"key": key, "summary": summary, "plan": recipe_identity(cfg)})
     if folder.exists():
@@ -194,7 +197,7 @@ def evaluate(out: Path, opts: Options, echo) -> list:
     from xeval.run.options import RunOptions
     from xeval.run.runner import run
 
-    sizes = {**eval_sizes(opts.minutes), **opts.eval}
+    sizes = {**EVAL_SIZES, **opts.eval}
     records = []
     with _tasks_of(out / "world"):
         for step, names, layers in (("3/4", [t for t in opts.tasks if t in PROBES], "all"),
@@ -218,7 +221,7 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
     from xeval.report.formats import render
     from xeval.report.tables.base import Results, probe_tasks
 
-    results = Results(records, split=None, layer="best")
+    results = Results(records, split=None)
     built = build(results, "all")
     preamble = ["Model pre-trained and evaluated by `python -m xeval quickstart` on a synthetic world "
                 "(`world/world.json`); fine-tuning tasks are trained on the base language qaa only.",
@@ -237,7 +240,9 @@ def write_report(out: Path, records: list, title: str) -> dict[str, Path]:
 def headline(records: list, base: str) -> list[str]:
     """A few lines for the terminal: per task, base-language score vs the other languages (transfer), and for
     probes their reported layer. With a random-init control among the records, a ``control`` column: the control's
-    mean over the same other languages at its own reported layer (the floor the ``others`` score is read against)."""
+    mean over the same other languages at its own reported layer (the floor the ``others`` score is read against).
+    ``chance`` and ``majority``: the task's baselines on the same examples, where it has them (a score at its
+    majority baseline learnt nothing: ``xeval.results.baselines``)."""
     from collections import defaultdict
 
     from xeval.report.frame import headline_metric
@@ -249,10 +254,11 @@ def headline(records: list, base: str) -> list[str]:
     for rec in records:
         (control_by_task if rec.unit.model in controls else by_task)[rec.unit.task].append(rec)
     column = f" {'control':>7}" if controls else ""
-    lines = [f"{'task':<16} {'metric':<25} {base:>5} {'others':>6}{column}  per language"]
+    lines = [f"{'task':<16} {'metric':<25} {base:>5} {'others':>6}{column} {'chance':>6} {'majority':>8}  per language"]
     for task, recs in by_task.items():
         metric = headline_metric(task, recs[0].metrics)
-        label, per_lang = _at_best_layer(recs, metric)
+        label, per_lang, shown = _at_best_layer(recs, metric)
+        floors = _baselines(shown)
         base_score = per_lang.get(base)
         others = [v for lang, v in per_lang.items() if lang != base]
         mean_other = sum(others) / len(others) if others else None
@@ -260,50 +266,61 @@ def headline(records: list, base: str) -> list[str]:
         if controls:
             control = None
             if control_by_task.get(task):
-                _, floor = _at_best_layer(control_by_task[task], metric)
+                _, floor, _ = _at_best_layer(control_by_task[task], metric)
                 values = [floor[lang] for lang in per_lang if lang != base and lang in floor]
                 control = sum(values) / len(values) if values else None
             cell = f" {_fmt(control):>7}"
+        cell += f" {_fmt(floors.get('chance')):>6} {_fmt(floors.get('majority')):>8}"
         lines.append(f"{task:<16} {label:<25} {_fmt(base_score):>5} {_fmt(mean_other):>6}{cell}  "
                      + " ".join(f"{lang} {v:.1f}" for lang, v in sorted(per_lang.items())))  # fmt: skip
     return lines
 
 
-def _at_best_layer(recs: list, metric: str) -> tuple[str, dict]:
-    """(label, {lang: score}): a probe's records at the layer it is reported at (``xeval.results.layers
+def _baselines(shown: list) -> dict[str, float]:
+    """The chance and majority-class baselines (``xeval.results.baselines``) of the records a headline row shows,
+    the mean over their languages, where the task has them (AER, QA and lexicon induction have none)."""
+    from xeval.results.baselines import baselines
+
+    found: dict[str, list[float]] = {}
+    for rec in shown:
+        for kind, value in baselines(rec).items():
+            found.setdefault(kind, []).append(value)
+    return {kind: sum(v) / len(v) for kind, v in found.items() if len(v) == len(shown)}
+
+
+def _at_best_layer(recs: list, metric: str) -> tuple[str, dict, list]:
+    """(label, {lang: score}, those records): a probe's records at the layer it is reported at (``xeval.results.layers
     .choose_layers``: chosen on a selection split, never on these scores; else the card's layer, else the last),
     or a fine-tuning task's records as they are."""
     from xeval.results.layers import choose_layers
 
-    if recs[0].unit.layer is None:
-        return metric, {r.unit.lang: r.metrics.get(metric) for r in recs if metric in r.metrics}
-    best = choose_layers(recs, metric)[(recs[0].unit.model, recs[0].unit.task)][0].layer
-    return f"{metric} (layer {best})", {r.unit.lang: r.metrics.get(metric) for r in recs
-                                        if r.unit.layer == best and metric in r.metrics}
+    label = metric
+    if recs[0].unit.layer is not None:
+        best = choose_layers(recs, metric)[(recs[0].unit.model, recs[0].unit.task)][0].layer
+        recs, label = [r for r in recs if r.unit.layer == best], f"{metric} (layer {best})"
+    shown = [r for r in recs if metric in r.metrics]
+    return label, {r.unit.lang: r.metrics[metric] for r in shown}, shown
 
 
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def quickstart(opts: Options, echo=print) -> dict:
-    """Run every stage (reusing what matches) and return the summary also written to ``<out>/quickstart.json``."""
-    if not 0 < opts.minutes < float("inf"):  # NaN too: "nan <= 0" is False
-        raise UserError(f"--minutes must be a finite positive number, got {opts.minutes}")
+def quickstart(opts: Options, echo=print, whole_process: bool = False) -> dict:
+    """Run every stage (reusing what matches) and return the summary also written to ``<out>/quickstart.json``;
+    ``whole_process``: the reported total counts from the process's start (the command line's)."""
+    if isinstance(opts.steps, bool) or not isinstance(opts.steps, int) or opts.steps < 0:
+        raise UserError(f"--steps must be an integer >= 0, got {opts.steps!r}")
     if opts.seed < 0:
         raise UserError(f"--seed must be an integer >= 0, got {opts.seed}")
     world_config(opts)  # bad --overlap / --order fail before anything is written
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    clock = Clock()
+    clock = Clock(whole_process)
     with clock.stage("world"):
         manifest, world_reused = ensure_world(out / "world", opts, echo)
-    budget = 60.0 * opts.minutes
-    seconds = opts.pretrain_seconds
-    if seconds is None:
-        seconds = max(15.0, PRETRAIN_SHARE * budget - clock.wall())
     with clock.stage("pretrain"):
-        summary, model_reused = ensure_model(out / "model", manifest, opts, seconds, echo)
+        summary, model_reused = ensure_model(out / "model", manifest, opts, echo)
     with clock.stage("evaluate"):
         records = evaluate(out, opts, echo)
     from xeval.models.encoder import Encoder
@@ -318,7 +335,7 @@ def quickstart(opts: Options, echo=print) -> dict:
     result = {
         "out": str(out), "model": key, "world_reused": world_reused, "model_reused": model_reused,
         "pretrain": summary, "stages": clock.stages, "total": totals, "records": len(records),
-        "report": {k: str(v) for k, v in paths.items()}, "eval": {**eval_sizes(opts.minutes), **opts.eval},
+        "report": {k: str(v) for k, v in paths.items()}, "eval": {**EVAL_SIZES, **opts.eval},
         "languages": manifest["languages"], "headline": lines,
     }  # fmt: skip
     write_json(out / "quickstart.json", result)
@@ -326,6 +343,9 @@ def quickstart(opts: Options, echo=print) -> dict:
     for line in lines:
         echo(line)
     echo("")
-    echo(f"done in {totals['wall_s']:.0f} s wall ({totals['cpu_s']:.0f} s CPU): report {paths['report']}"
+    since = "from the start of the process" if whole_process else "of this call"
+    echo(f"done in {totals['wall_s']:.0f} s wall ({totals['cpu_s']:.0f} s CPU, both {since}): "
+         + ", ".join(f"{name} {times['wall_s']:.0f} s" for name, times in clock.stages.items())
+         + f"; report {paths['report']}"
          + (f", layer sweep {paths['plot']}" if "plot" in paths else "") + f"; records in {out / 'results'}")  # fmt: skip
     return result

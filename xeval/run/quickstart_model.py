@@ -1,6 +1,7 @@
 """The quickstart's pre-training: the engine's ``quickstart`` preset (``tasks/pretrain/quickstart.yaml``: MLM +
 sequence-level contrast of translation pairs, 4 x 64, Unigram 800, no dropout, lr 5e-3) on the synthetic world's
-corpora (``data.layout: synthetic``), stopping on the quickstart's wall-clock budget (``train.max_seconds``).
+corpora (``data.layout: synthetic``) for a fixed number of steps (``train.steps``; no wall-clock budget, so the
+model is the same on every machine).
 
 Everything is the engine's ``pretrain``: the same tokenizer training, language sampling, objectives, schedule and
 checkpoint as ``python -m xeval pretrain --config quickstart --data <world>``. ``max_steps`` 0 exports the untrained
@@ -18,21 +19,19 @@ from xeval.engine.config import PretrainConfig, load_config
 PRESET = "quickstart"
 
 
-def quickstart_config(world: str | Path, seed: int = 0, seconds: float | None = None, max_steps: int = 100_000,
+def quickstart_config(world: str | Path, seed: int = 0, steps: int | None = None,
                       overrides: dict | None = None) -> PretrainConfig:  # fmt: skip
-    """The preset for this world, seed and budget; ``overrides`` ({section: {key: value}}) change the recipe
-    (the tests shrink the model). ``seconds`` None: a plain step schedule of ``max_steps`` (deterministic)."""
+    """The preset for this world, seed and step count (None: the preset's); ``overrides`` ({section: {key:
+    value}}) change the recipe (the tests shrink the model)."""
     cfg = load_config(PRESET).updated(overrides or {})
-    return cfg.updated({"data": {"root": str(world)}, "train": {"seed": seed, "max_seconds": seconds,
-                                                                 "steps": max_steps}})  # fmt: skip
+    train = {"seed": seed, "max_seconds": None, **({} if steps is None else {"steps": steps})}
+    return cfg.updated({"data": {"root": str(world)}, "train": train})
 
 
 def recipe_identity(cfg: PretrainConfig) -> dict:
-    """What decides the model apart from the world's files and the budget: the config without its paths and
-    without the budget in seconds (the quickstart keys its model on the budget as asked, not as measured)."""
+    """What decides the model apart from the world's files: the config without its paths."""
     d = cfg.to_dict()
     d["data"]["root"] = None
-    d["train"]["max_seconds"] = None
     return d
 
 

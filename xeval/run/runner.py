@@ -117,7 +117,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     chosen = select_cards(suite, opts.tasks, opts.langs)
     # an unknown --set key, a bad value (--batch-size 0, --learning-rate nan, pooling=max) fails before any loading
     check_overrides(chosen, opts.recipe)
-    tasks = task_options(opts.recipe, {card.type for card, _ in chosen}, opts.max_eval)
+    tasks = task_options(opts.recipe, {card.type for card, _ in chosen}, opts.max_eval, limit=opts.limit,
+                         auto_batch=opts.auto_batch)
     if encoder is None:  # a mistyped model folder is named before the data is looked for
         locate_model(opts.model)
     data = DataRoot.resolve(opts.data)
@@ -152,8 +153,10 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         cache=cache,
     )
     if worker.leader:  # one header per command; each rank names its own items below
-        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, seeds {ctx.seeds}"
-             f"{', mode probe' if opts.mode == 'probe' else ''}) data {data.describe()}, results in "
+        # probe mode trains no seeded model: its units carry seed 0, whatever --seeds says
+        seeding = f"seeds {ctx.seeds}" if opts.mode == "finetune" else "mode probe, seed 0: no seeded training"
+        echo(f"xeval run: {encoder.key} on {suite.name} ({len(chosen)} tasks, {seeding}) data {data.describe()}, "
+             "results in "
              f"{opts.out if opts.out is not None else 'memory (nothing written)'}; {cache.describe()}")
         for note in notes:
             echo(f"  note: {note}")

@@ -4,7 +4,8 @@
   wants, and ``<task>/<split>-<lang>...`` for any other split, so a language scored on dev (xtreme-mini's
   substitutions) is never passed off as a test submission (``xeval score`` reads ``test-`` files only).
 - **A JSON-lines sidecar** beside each prediction file, ``<task>/<split>-<lang>.jsonl``: one line per example,
-  ``{"id", "gold", "prediction", "correct"}`` from the unit's stored per-example outcomes (``xeval.results.outcomes``),
+  ``{"id", "input", "gold", "prediction", "correct"}`` from the unit's stored per-example outcomes
+  (``xeval.results.outcomes``; ``input``: the example's text, in units stored since outcomes keep it),
   where XTREME's own layout has only predictions in a fixed order. ``correct`` is the example's headline outcome:
   the label (classification), exact match (QA), every tag (tagging), the top-1 en→xx retrieval (Tatoeba). Units
   without outcomes (label-free test files, BUCC) get no sidecar.
@@ -63,10 +64,12 @@ def sidecar_text(outcomes) -> str | None:
     if outcomes is None:
         return None
     correct = _correct(outcomes)
+    inputs = getattr(outcomes, "inputs", None)
     lines = []
     for i, (ident, gold, prediction) in enumerate(zip(outcomes.ids, outcomes.gold, outcomes.prediction)):
-        lines.append(json.dumps({"id": ident, "gold": gold, "prediction": prediction,
-                                 "correct": None if correct is None else bool(correct[i])}, ensure_ascii=False))
+        line = {"id": ident, **({"input": inputs[i]} if inputs is not None else {}), "gold": gold,
+                "prediction": prediction, "correct": None if correct is None else bool(correct[i])}
+        lines.append(json.dumps(line, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 
 

@@ -208,7 +208,7 @@ def alignment_outcomes(pairs, predicted: dict[str, list[set]]):
         if k == 0:
             out.add("aer", "aer", **counts)
         out.add(method.replace("-", "_") + "_aer", "aer", **counts)
-    return out
+    return out.with_inputs([[" ".join(p.src_tokens), " ".join(p.tgt_tokens)] for p in pairs])
 
 
 def pharaoh(links: list[set]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xeval.adapters.limits import limit_config, limited
 from xeval.base.atomic import write_text
 from xeval.base.errors import ConfigError, DataError, UserError
 from xeval.base.hashing import hash_json
@@ -250,6 +251,7 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
     folder = slug(SUBMISSION_FOLDER.get(card.name, card.name))
     limit = ctx.tasks.max_eval
     used = {**config, "max_eval": limit} if limit and card.format != "bucc" else config
+    used = {**used, **limit_config(ctx)} if card.format != "bucc" else used
     records = []
     for lang in langs:
         select = selection_split(card, ctx, lang, layers, always_select)
@@ -264,8 +266,8 @@ def sweep(card, langs, ctx, config: dict, evaluate: Callable[[str, list, list[in
                 continue
             start = time.perf_counter()
             examples = load_examples(card, lang, split, ctx)
-            if limit and card.format != "bucc":  # the first N examples (xeval run --max-eval); BUCC stays whole
-                examples = examples[: int(limit)]
+            if card.format != "bucc":  # the first N (--max-eval) or a fraction (--limit); BUCC stays whole
+                examples = limited(examples, limit, ctx.tasks.limit)
             results = list(evaluate(lang, examples, todo))
             each = (time.perf_counter() - start) / len(todo)  # one shared forward pass: its cost split evenly
             for res in results:

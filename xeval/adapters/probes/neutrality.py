@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from xeval.adapters.limits import limit_config, limited
 from xeval.adapters.probes import base as probes
 from xeval.base.errors import ConfigError
 from xeval.results.identity import config_hash
@@ -65,7 +66,7 @@ def run(card, langs, ctx) -> list:
               "langid": f"LogisticRegression on standardised vectors, {FOLDS}-fold GroupKFold by sentence",
               "cka": "linear CKA with English x 100 (Kornblith et al. 2019)"}
     limit = ctx.tasks.max_eval
-    used = {**config, "max_eval": limit} if limit else config
+    used = {**({**config, "max_eval": limit} if limit else config), **limit_config(ctx)}
     # one config hash per language; the language-ID record's covers every language's data (and the set, in config)
     data = {lang: probes.data_identity(card, lang, split, ctx) for lang in others}
     hashes = {lang: probes.unit_hash(card, lang, split, ctx, config) for lang in others}
@@ -78,7 +79,7 @@ def run(card, langs, ctx) -> list:
     start = time.perf_counter()
     texts, english = [], None
     for lang in others:
-        pairs = probes.load_examples(card, lang, split, ctx)[: int(limit) if limit else None]
+        pairs = limited(probes.load_examples(card, lang, split, ctx), limit, ctx.tasks.limit)
         if english is None:
             english = [p.tgt for p in pairs]
         if [p.tgt for p in pairs] != english:

@@ -170,7 +170,9 @@ def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: li
         if options.get("center"):
             centered = both_directions(center(xx), center(en))
             metrics.update({f"centered_{k}": v for k, v in direction_scores(*centered).items()})
-        yield Retrieved(layer, metrics, en2xx, xx2en, tatoeba_outcomes(en2xx, xx2en, centered))
+        # inputs: each line's English query (the official en->xx direction) and the sentence it should find
+        yield Retrieved(layer, metrics, en2xx, xx2en, tatoeba_outcomes(en2xx, xx2en, centered).with_inputs(
+            [[e, x] for e, x in zip(en_texts, xx_texts)]))
 
 
 def run(card, langs, ctx) -> list:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from torch import nn
 
+from xeval.adapters.limits import limit_config, limited
 from xeval.adapters.transfer.backbone import backbone_copy
 from xeval.adapters.transfer.fine_tuning import TrainReport, fine_tune, set_seed
 from xeval.adapters.transfer.recipe import Recipe
@@ -193,7 +194,7 @@ def train_model(family: Family, features: list[dict], dev: list, seed: int, reci
     metric = family.card.metric
     evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
     report = fine_tune(model, features, recipe, seed, pad_id(family.tokenizer), evaluate,
-                       device=family.encoder.device, desc=desc, data_parallel=joint)
+                       device=family.encoder.device, desc=desc, data_parallel=joint, auto_batch=ctx.tasks.auto_batch)
     return model, report
 
 
@@ -207,9 +208,7 @@ def evaluate_unit(family: Family, model, report: TrainReport, unit: Unit, train,
     (``prediction_path``) and store the record."""
     card, recipe = family.card, family.recipe
     start = time.perf_counter()
-    examples = load(card, unit.lang, unit.split, ctx)
-    if recipe.max_eval:
-        examples = examples[: recipe.max_eval]
+    examples = limited(load(card, unit.lang, unit.split, ctx), recipe.max_eval, ctx.tasks.limit)
     if not examples:
         raise ConfigError(f"task {card.name!r}: no {unit.split} examples for {unit.lang!r}")
     predictions = family.predict(model, examples)
@@ -232,6 +231,7 @@ def evaluate_unit(family: Family, model, report: TrainReport, unit: Unit, train,
             "selection": {"on": f"{card.train['lang']}/dev", "metric": card.metric, "n_examples": len(dev)}
             if dev else {"on": "last"},
             **family.config(),
+            **limit_config(ctx),
             **(extra_config or {}),
         },
         provenance=stamp(time.perf_counter() - start),

@@ -125,7 +125,7 @@ class PairClassification(Family):
 
     def outcomes(self, predictions, examples, lang):
         return classification_outcomes([example_id(ex) for ex in examples], [ex.label for ex in examples],
-                                       predictions)
+                                       predictions).with_inputs([[ex.text_a, ex.text_b] for ex in examples])
 
     def format_predictions(self, predictions, examples) -> str:
         return "".join(f"{p}\n" for p in predictions)

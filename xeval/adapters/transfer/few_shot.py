@@ -19,6 +19,7 @@ import copy
 import random
 from dataclasses import replace
 
+from xeval.adapters.limits import limited
 from xeval.adapters.transfer.base import (
     data_identity,
     dev_set,
@@ -148,9 +149,7 @@ def _run_seed(card, langs, seed, shots, recipe, ctx, family_cls) -> list[Record]
     for lang in langs:
         if all((lang, k) in found for k in shots):
             continue
-        test = load(card, lang, card.split_for(lang), ctx)
-        if recipe.max_eval:
-            test = test[: recipe.max_eval]
+        test = limited(load(card, lang, card.split_for(lang), ctx), recipe.max_eval, ctx.tasks.limit)
         try:
             pool, overlap = shot_pool(card, lang, ctx, test)
         except ConfigError as err:

@@ -132,6 +132,8 @@ class TrainReport:
     dev_curve: list[tuple[int, float]]
     final_loss: float | None
     duration_s: float
+    micro_batch: int | None = None  # examples per forward/backward pass (--batch-size auto: the size it found)
+    batch_search: str | None = None  # how --batch-size auto found it (None: the recipe's, no search)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -147,6 +149,7 @@ def fine_tune(
     device: torch.device | str = "cpu",
     desc: str = "fine-tune",
     data_parallel: bool = False,
+    auto_batch: bool = False,
 ) -> TrainReport:
     """Train ``model`` on ``features`` (dicts of lists, see ``collate``) and leave it holding the selected weights
     (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode.
@@ -155,12 +158,19 @@ def fine_tune(
     each step's micro-batches are dealt round-robin over the ranks and their gradients summed (``all_reduce``),
     so a step computes the same gradient as one process would, up to float summation order. Dropout masks are
     drawn from a generator seeded per (seed, step, micro-batch), so they too do not depend on which rank computes
-    a micro-batch. Rank 0 scores the dev set and tells the others."""
+    a micro-batch. Rank 0 scores the dev set and tells the others.
+
+    ``auto_batch`` (``--batch-size auto``): the micro-batch is the largest that fits the accelerator
+    (``xeval.adapters.transfer.batch_search``), the optimiser step unchanged."""
     if not features:
         raise ConfigError(f"{desc}: no training examples")
-    set_seed(seed)
     model.to(device).train()
-    micro = recipe.micro_batch_size
+    micro, search = recipe.micro_batch_size, None
+    if auto_batch:  # before the seed: the trial passes draw dropout masks
+        from xeval.adapters.transfer.batch_search import micro_batch
+
+        micro, search = micro_batch(model, features, recipe, pad_token_id, device, collate)
+    set_seed(seed)
     steps_per_epoch = math.ceil(len(features) / recipe.batch_size)
     total = recipe.max_steps or max(1, math.ceil(steps_per_epoch * recipe.epochs))
     warmup = recipe.warmup_steps or int(recipe.warmup_ratio * total)
@@ -238,6 +248,8 @@ def fine_tune(
         dev_curve=curve,
         final_loss=None if loss_value is None else round(loss_value, 6),
         duration_s=round(time.perf_counter() - start, 3),
+        micro_batch=micro,
+        batch_search=search,
     )
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from xeval.adapters.limits import limit_config, limited
 from xeval.adapters.transfer import probe_heads
 from xeval.adapters.transfer.backbone import accepts_token_types
 from xeval.adapters.transfer.base import data_identity, load, prediction_path, training_examples
@@ -156,9 +157,7 @@ def run(card, langs: list[str], ctx, family_cls, recipe: Recipe) -> list[Record]
         missing = [layer for layer in layers if (lang, layer) not in found]
         t0 = time.perf_counter()
         with tally.phase("data"):
-            examples = load(card, lang, card.split_for(lang), ctx)
-        if recipe.max_eval:
-            examples = examples[: recipe.max_eval]
+            examples = limited(load(card, lang, card.split_for(lang), ctx), recipe.max_eval, ctx.tasks.limit)
         if not examples:
             raise ConfigError(f"task {card.name!r}: no {card.split_for(lang)} examples for {lang!r}")
         predictions = probe.predict(examples, {layer: fitted[layer] for layer in missing})
@@ -183,6 +182,7 @@ def run(card, langs: list[str], ctx, family_cls, recipe: Recipe) -> list[Record]
                               "data": data_identity(card, card.train["lang"], card.train["split"], ctx)},
                     "selection": selection_info,
                     **family.config(),
+                    **limit_config(ctx),
                 },
                 provenance=stamp(each),
                 extra={"probe_selection": {"on": selection_info["on"], "metric": card.metric,

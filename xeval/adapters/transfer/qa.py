@@ -191,7 +191,8 @@ class QA(Family):
         else:
             scores = [squad.example_scores(p, g) for p, g in zip(predictions, golds)]
         return qa_outcomes([ex.id for ex in examples], golds, predictions, [em for em, _ in scores],
-                           [f for _, f in scores])
+                           [f for _, f in scores]).with_inputs([{"question": ex.question, "context": ex.context}
+                                                                for ex in examples])
 
     def format_predictions(self, predictions, examples) -> str:
         return json.dumps({ex.id: p for ex, p in zip(examples, predictions)}, ensure_ascii=False, indent=1) + "\n"

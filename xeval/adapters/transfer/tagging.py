@@ -223,7 +223,7 @@ class Tagging(Family):
 
     def outcomes(self, predictions, examples, lang):
         return tagging_outcomes([example_id(ex) for ex in examples], [ex.tags for ex in examples],
-                                predictions)
+                                predictions).with_inputs([list(ex.tokens) for ex in examples])
 
     @staticmethod
     def _tsv(sentences: list[list[str]]) -> str:

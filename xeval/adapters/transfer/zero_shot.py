@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xeval.adapters.limits import limited
 from xeval.adapters.transfer import shared_training
 from xeval.adapters.transfer.base import (
     Family,
@@ -101,9 +102,7 @@ def _export(card, langs, units, family: Family, recipe: Recipe, ctx) -> None:
                 write_sidecar(Path(ctx.export_dir) / rel, ctx.store.outcomes_of(unit))
                 manifest.setdefault(Path(ctx.export_dir) / rel.parent, {})[rel.name] = provenance_entry(ctx, unit)
         if ctx.export_labels:
-            examples = load(card, lang, unit.split, ctx)
-            if recipe.max_eval:
-                examples = examples[: recipe.max_eval]
+            examples = limited(load(card, lang, unit.split, ctx), recipe.max_eval, ctx.tasks.limit)
             if not family.labelled(examples):
                 continue
             write_text(Path(ctx.export_labels) / rel, family.format_gold(examples))

@@ -7,12 +7,15 @@ from xeval.report.tables.base import Table
 
 
 def display_columns(table: Table) -> list[tuple[str, list]]:
-    """(header, underlying columns): a pair of columns becomes one "a / b" column."""
+    """(header, underlying columns): a pair of columns becomes one "a / b" column; a column with no value in any
+    row (a task that never ran) is left out."""
     paired = {a: (a, b, h) for a, b, h in table.pairs}
     skip = {b for _, b, _ in table.pairs}
     out = []
     for col in table.mean.columns:
         if col in skip:
+            continue
+        if not any(table.mean[c].notna().any() for c in paired.get(col, (col, col, ""))[:2]):
             continue
         if col in paired:
             a, b, header = paired[col]

@@ -21,10 +21,10 @@ def csv(tables: list[Table]) -> str:
             for col in table.mean.columns:
                 if table.std[col].notna().any():
                     frame.insert(frame.columns.get_loc(col) + 1, f"{col} std", table.std[col])
-        if table.marked is not None:  # "<column> partial": True where the renderers draw a dagger
+        if table.marks is not None:  # "<column> marks": the marks the renderers draw after a cell (†‡§¶)
             for col in table.mean.columns:
-                if table.marked[col].any():
-                    frame.insert(frame.columns.get_loc(col) + 1, f"{col} partial", table.marked[col])
+                if (table.marks[col] != "").any():
+                    frame.insert(frame.columns.get_loc(col) + 1, f"{col} marks", table.marks[col])
         frame.to_csv(buffer, float_format="%.4f")
         return buffer.getvalue()
     parts = []
@@ -33,10 +33,9 @@ def csv(tables: list[Table]) -> str:
         if table.std is not None:
             std = table.std.reset_index().melt(id_vars=index_names(table), var_name="column", value_name="std")
             mean["std"] = std["std"].to_numpy()
-        if table.marked is not None:
-            marked = table.marked.reset_index().melt(id_vars=index_names(table), var_name="column",
-                                                     value_name="partial")
-            mean["partial"] = marked["partial"].to_numpy()
+        if table.marks is not None:
+            marks = table.marks.reset_index().melt(id_vars=index_names(table), var_name="column", value_name="marks")
+            mean["marks"] = marks["marks"].to_numpy()
         mean.insert(0, "table", table.key)
         parts.append(mean)
     pd.concat(parts, ignore_index=True).to_csv(buffer, index=False, float_format="%.4f")

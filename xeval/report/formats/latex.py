@@ -1,38 +1,50 @@
 """LaTeX tables that a paper can ``\\input`` as they are: booktabs, a ``\\label`` per table, numbers aligned on the
-decimal point, real minus signs, ± over seeds, and no text below 8 pt at the text width.
+decimal point, real minus signs, ± over seeds, marks (†‡§¶) where a cell departs from XTREME's protocol, and no
+text below 8 pt at the text width.
 
 - **No scaling.** A table is never shrunk to fit (``\\resizebox`` set a 33-language table at ~2 pt). The body is
   ``\\small`` (9 pt in a 10 pt paper), the ± std and the notes ``\\footnotesize`` (8 pt), the floor.
-- **Fitting instead.** The width of every column is estimated from its text (Computer Modern's digit widths; a
-  little generous). A per-language table wider than the text width is *transposed* (a row per language, a column
-  per model and metric); a table still too wide is *split* into several tabulars, each repeating the row labels;
-  a table longer than ``MAX_ROWS`` rows continues in a second float.
-- **Decimal alignment** without extra packages: each number column is a pair of columns ``r@{.}l`` (integer part,
-  fraction part plus the ± and the dagger), so points line up whatever follows them (the effect of siunitx's S
-  columns, which texlive-latex-recommended does not ship).
+- **One float per table** at the width asked for (``latex_grid.fit``: the ± under the numbers, the table turned,
+  pieces of columns stacked in the float); only a table longer than a page continues in a "(continued)" float.
+- **Widths**: ``column`` (ACL's 219 pt ``\\columnwidth``, a ``table`` float), ``page`` (455 pt, a ``table*``
+  float spanning both columns), or a number of pt (a ``table`` in a one-column document; default 345, article's).
+- **Decimal alignment**: ``decimals="align"`` (default) pairs each number column as ``r@{.}l`` (integer part,
+  fraction part plus the ± and the marks), which needs no package; ``decimals="siunitx"`` draws siunitx ``S``
+  columns (the paper loads ``siunitx``; ``--standalone`` does), and ``"auto"`` takes siunitx where this machine's
+  TeX has it (``kpsewhich siunitx.sty``), else the fallback.
 - **A fragment by default** (the floats only; the paper loads booktabs); ``standalone=True`` (``--standalone``)
   wraps it in a document that pdflatex compiles as is.
 """
 
 from __future__ import annotations
 
-import copy
-import math
-import re
-from dataclasses import dataclass, field
+import shutil
+import subprocess
 
-from xeval.report.formats.cells import display_columns, index_cells, index_names
+from xeval.base.errors import UserError
+from xeval.report.formats.latex_grid import (  # noqa: F401 - the layout's API, re-exported for callers and tests
+    MAX_ROWS,
+    TEXT_WIDTH_PT,
+    WIDTHS,
+    Cell,
+    Column,
+    Grid,
+    column_chunks,
+    fit,
+    floats,
+    grid,
+    present,
+    transposed,
+)
 
-TEXT_WIDTH_PT = 345.0  # LaTeX article's \textwidth at 10 pt; ACL's is 455 pt, so what fits here fits there
-MAX_ROWS = 36  # body rows per float: POS's 33 languages + avg on one page, PAN-X's 40 in two halves
-_DIGIT, _BOLD_DIGIT, _SMALL_DIGIT = 4.7, 5.4, 4.2  # pt per digit at \small, bold \small, \footnotesize
-_PLUS_MINUS = 12.0  # "${}\pm{}$" at \footnotesize with its medium spaces
-_UPPER, _LOWER, _OTHER = 7.0, 4.8, 3.5  # pt per character of a label or header at \small (CM, generous)
-_TABCOLSEP = 6.0  # LaTeX's default, on each side of a column
+DECIMALS = ("align", "siunitx", "auto")
 
 _SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
              "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-             "±": r"$\pm$", "·": r"$\cdot$", "→": r"$\to$", "−": r"$-$", "†": r"\dag{}", "★": r"$\star$"}
+             "±": r"$\pm$", "·": r"$\cdot$", "→": r"$\to$", "−": r"$-$", "†": r"\dag{}", "‡": r"\ddag{}",
+             "§": r"\S{}", "¶": r"\P{}", "★": r"$\star$"}
+# siunitx: bold numbers in S columns (\bfseries before the number; detect-weight), ± and marks as text after it
+SIUNITX_SETUP = r"\sisetup{detect-weight=true, detect-family=true, mode=text}"
 
 
 def escape(text: str) -> str:
@@ -43,87 +55,55 @@ def escape(text: str) -> str:
     return out
 
 
-@dataclass
-class Cell:
-    mean: float | None
-    std: float | None = None
-    bold: bool = False
-    mark: bool = False  # a dagger after it
+def resolve_width(width) -> tuple[float, bool]:
+    """(points, page-wide float) of ``column`` | ``page`` | a number of pt (``--text-width``)."""
+    if width is None:
+        return TEXT_WIDTH_PT, False
+    if isinstance(width, str) and width in WIDTHS:
+        return WIDTHS[width], width == "page"
+    try:
+        points = float(width)
+    except (TypeError, ValueError):
+        raise UserError(f"--text-width: expected column, page or a width in pt, found {width!r}") from None
+    if not 50 <= points <= 2000:
+        raise UserError(f"--text-width: expected a width between 50 and 2000 pt, found {width!r}")
+    return points, False
 
 
-@dataclass
-class Column:
-    """One displayed column: its header and one or two parts ("F1 / EM"), each a list of cells (one per row)."""
-
-    header: str
-    parts: list[list[Cell]]
-    digits: list[int]
-
-    def spec(self) -> str:
-        return r"@{\,/\,}".join("r@{.}l" if d > 0 else "r" for d in self.digits)
-
-    @property
-    def width(self) -> int:
-        """Number of tabular columns."""
-        return sum(2 if d > 0 else 1 for d in self.digits)
-
-    def points(self, stacked: bool, std_below: bool = False) -> float:
-        """Estimated width in pt, the header's or the widest cell's, plus the column separation."""
-        lines = self.header.split(" ", 1) if stacked else [self.header]
-        header = max(_text_points(x) for x in lines)
-        body = 0.0
-        for row in range(len(self.parts[0])):
-            width = 0.0
-            for cells, digits in zip(self.parts, self.digits):
-                width += _cell_points(cells[row], digits, std_below)
-            body = max(body, width + 5.5 * (len(self.parts) - 1))  # the " / " between two parts
-        return max(header, body) + 2 * _TABCOLSEP
+def resolve_decimals(decimals: str) -> bool:
+    """True for siunitx ``S`` columns: asked for, or ``auto`` where this machine's TeX has siunitx."""
+    if decimals not in DECIMALS:
+        raise UserError(f"--decimals: expected one of {', '.join(DECIMALS)}, found {decimals!r}")
+    if decimals == "auto":
+        kpsewhich = shutil.which("kpsewhich")
+        if kpsewhich is None:
+            return False
+        found = subprocess.run([kpsewhich, "siunitx.sty"], capture_output=True, text=True, check=False)
+        return found.returncode == 0 and bool(found.stdout.strip())
+    return decimals == "siunitx"
 
 
-@dataclass
-class Grid:
-    """A table as LaTeX draws it: row labels (one list per row, one string per level), columns, header bands."""
-
-    title: str
-    label: str
-    label_names: list[str]
-    rows: list[list[str]]
-    columns: list[Column]
-    groups: list[tuple[str, list[int]]] = field(default_factory=list)  # (header, column indices)
-    notes: list[str] = field(default_factory=list)
-    stacked: bool = False
-    std_below: bool = False  # the ± std on a line of its own under each row (a table that is too wide otherwise)
-
-    def lines_per_row(self) -> int:
-        return 2 if self.std_below else 1
+# ------------------------------------------------------------------------------------------- cells
 
 
-def _text_points(text: str) -> float:
-    return sum(_UPPER if ch.isupper() or ch in "MW" else _LOWER if ch.isalnum() else _OTHER for ch in text)
+def _extras(cell: Cell, digits: int, std_below: bool) -> str:
+    extra = ""
+    if present(cell.std) and not std_below:
+        extra += rf"{{\footnotesize${{}}\pm{{}}${cell.std:.{digits}f}}}"
+    return extra + (escape(cell.mark) if cell.mark else "")
 
 
-def _present(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def _cell_points(cell: Cell, digits: int, std_below: bool = False) -> float:
-    if not _present(cell.mean):
-        return 0.0
-    text = f"{cell.mean:.{digits}f}"
-    width = sum(2.5 if ch == "." else _BOLD_DIGIT if cell.bold else _DIGIT for ch in text.lstrip("-"))
-    if text.startswith("-"):
-        width += 7.0
-    if _present(cell.std):
-        std = _PLUS_MINUS + len(f"{cell.std:.{digits}f}") * _SMALL_DIGIT
-        width = max(width, std) if std_below else width + std
-    if cell.mark:
-        width += 4.5
-    return width
-
-
-def _number(cell: Cell, digits: int, std_below: bool = False) -> list[str]:
-    """The tabular cells of one number: [integer part, fraction part + extras] (one cell when ``digits`` is 0)."""
-    if not _present(cell.mean):
+def _number(cell: Cell, digits: int, std_below: bool = False, siunitx: bool = False) -> list[str]:
+    """The tabular cells of one number: [integer part, fraction part + extras] (one cell when ``digits`` is 0), or
+    with siunitx [the number in its S column, extras]."""
+    if siunitx:
+        if not present(cell.mean):
+            return ["{}", ""]
+        text = f"{cell.mean:.{digits}f}"
+        if float(text) == 0.0:
+            text = text.lstrip("-")  # no "-0.0"
+        return [(r"\bfseries " if cell.bold else "") + text, _extras(cell, digits, std_below)]
+    if not present(cell.mean):
         return [r"\multicolumn{2}{c}{}"] if digits > 0 else [""]
     text = f"{cell.mean:.{digits}f}"
     negative = text.startswith("-") and float(text) != 0.0
@@ -131,18 +111,36 @@ def _number(cell: Cell, digits: int, std_below: bool = False) -> list[str]:
     if cell.bold:
         whole, fraction = rf"\textbf{{{whole}}}", (rf"\textbf{{{fraction}}}" if fraction else "")
     whole = ("$-$" if negative else "") + whole
-    extra = ""
-    if _present(cell.std) and not std_below:
-        extra += rf"{{\footnotesize${{}}\pm{{}}${cell.std:.{digits}f}}}"
-    if cell.mark:
-        extra += r"\dag{}"
+    extra = _extras(cell, digits, std_below)
     return [whole, fraction + extra] if digits > 0 else [whole + extra]
 
 
-def _std_line(cell: Cell, digits: int) -> str:
-    """The ± of a number on the line under it, centred across its integer and fraction columns."""
-    span = 2 if digits > 0 else 1
-    if not (_present(cell.mean) and _present(cell.std)):
+def _part_width(digits: int, siunitx: bool) -> int:
+    """Tabular columns of one number: two (integer . fraction, or S + extras) or one (no decimals, no siunitx)."""
+    return 2 if siunitx or digits > 0 else 1
+
+
+def _part_spec(cells: list[Cell], digits: int, siunitx: bool) -> str:
+    if not siunitx:
+        return "r@{.}l" if digits > 0 else "r"
+    values = [f"{c.mean:.{digits}f}" for c in cells if present(c.mean)]
+    whole = max((len(v.lstrip("-").split(".")[0]) for v in values), default=1)
+    sign = "-" if any(v.startswith("-") and float(v) != 0 for v in values) else ""
+    return f"S[table-format={sign}{whole}.{digits}]@{{}}l"
+
+
+def _width(column: Column, siunitx: bool) -> int:
+    return sum(_part_width(d, siunitx) for d in column.digits)
+
+
+def _spec(column: Column, siunitx: bool) -> str:
+    return r"@{\,/\,}".join(_part_spec(cells, d, siunitx) for cells, d in zip(column.parts, column.digits))
+
+
+def _std_line(cell: Cell, digits: int, siunitx: bool) -> str:
+    """The ± of a number on the line under it, centred across its two columns."""
+    span = _part_width(digits, siunitx)
+    if not (present(cell.mean) and present(cell.std)):
         return rf"\multicolumn{{{span}}}{{c}}{{}}"
     return rf"\multicolumn{{{span}}}{{c}}{{\footnotesize$\pm${cell.std:.{digits}f}}}"
 
@@ -154,129 +152,18 @@ def _header(text: str, stacked: bool) -> str:
     return rf"\begin{{tabular}}[b]{{@{{}}c@{{}}}}{escape(head)}\\ {escape(rest)}\end{{tabular}}"
 
 
-# ------------------------------------------------------------------------------------------- from Table
-
-
-def grid(table) -> Grid:
-    """The ``Table`` as drawn: columns as the renderers merge them (F1 / EM), bold and daggers as in Markdown."""
-    best = table.best_mask()
-    columns = []
-    for header, cols in display_columns(table):
-        parts = []
-        for col in cols:
-            cells = []
-            for row in table.mean.index:
-                std = None if table.std is None else table.std.at[row, col]
-                cells.append(Cell(table.mean.at[row, col], std, bool(best.at[row, col])))
-            parts.append(cells)
-        if table.marked is not None:  # one dagger per merged cell, after its last part
-            for i, row in enumerate(table.mean.index):
-                parts[-1][i].mark = any(bool(table.marked.at[row, col]) for col in cols)
-        columns.append(Column(header, parts, [table.digits.get(col, 1) for col in cols]))
-    groups = []
-    for header, cols in table.groups:
-        members = [i for i, (_, dcols) in enumerate(display_columns(table)) if set(dcols) & set(cols)]
-        if members:
-            groups.append((header, members))
-    return Grid(title=table.title, label=_label(table.key), label_names=index_names(table),
-                rows=index_cells(table), columns=columns, groups=groups, notes=list(table.notes),
-                stacked=table.stacked_headers)
-
-
-def transposed(table) -> Grid:
-    """A per-language table turned: a row per language (and avg), a column per (model, metric) of the original,
-    headed by the metric under a band naming the model (only the model when it has one metric)."""
-    best = table.best_mask()
-    index = list(table.mean.index)
-    models = list(dict.fromkeys(ix[0] if isinstance(ix, tuple) else ix for ix in index))
-    per_model = {m: [ix for ix in index if (ix[0] if isinstance(ix, tuple) else ix) == m] for m in models}
-    langs = [cols[0] for _, cols in display_columns(table)]
-    columns, groups = [], []
-    for model in models:
-        members = []
-        for ix in per_model[model]:
-            metric = ix[1] if isinstance(ix, tuple) and len(per_model[model]) > 1 else (
-                ix[0] if not isinstance(ix, tuple) else model)
-            cells = []
-            for lang in langs:
-                std = None if table.std is None else table.std.at[ix, lang]
-                cells.append(Cell(table.mean.at[ix, lang], std, bool(best.at[ix, lang])))
-            members.append(len(columns))
-            columns.append(Column(str(metric), [cells], [table.digits.get(lang, 1) for lang in langs[:1]]))
-        if len(per_model[model]) > 1:
-            groups.append((str(model), members))
-    return Grid(title=table.title, label=_label(table.key), label_names=["language"], rows=[[x] for x in langs],
-                columns=columns, groups=groups, notes=list(table.notes))
-
-
-def _label(key: str) -> str:
-    return "tab:" + re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-").lower()
-
-
-def fit(table, text_width: float = TEXT_WIDTH_PT) -> Grid:
-    """The grid to draw: a per-language table transposed when it is wider than the text width (and the turned one
-    is narrower), any other as it is."""
-    drawn = grid(table)
-    if table.key.startswith("languages:") and _points(drawn, range(len(drawn.columns))) > text_width:
-        turned = transposed(table)
-        if _points(turned, range(len(turned.columns))) < _points(drawn, range(len(drawn.columns))):
-            drawn = turned
-    if any(_present(c.std) for column in drawn.columns for part in column.parts for c in part):
-        below = copy.copy(drawn)
-        below.std_below = True
-        if len(column_chunks(below, text_width)) < len(column_chunks(drawn, text_width)):
-            return below  # fewer pieces with the ± under the numbers than beside them
-    return drawn
-
-
-def _label_points(g: Grid) -> float:
-    widths = [max(_text_points(x) for x in [*(r[i] for r in g.rows), g.label_names[i]])
-              for i in range(len(g.label_names))]
-    return sum(w + 2 * _TABCOLSEP for w in widths)
-
-
-def _points(g: Grid, columns) -> float:
-    return _label_points(g) + sum(g.columns[i].points(g.stacked, g.std_below) for i in columns)
-
-
-def column_chunks(g: Grid, text_width: float = TEXT_WIDTH_PT) -> list[list[int]]:
-    """Column indices per tabular, so that each fits the text width: header bands kept whole where they fit,
-    columns added left to right."""
-    units: list[list[int]] = []  # groups (band members) or single columns, in column order
-    grouped = {i: members for _, members in g.groups for i in members}
-    for i in range(len(g.columns)):
-        if i in grouped:
-            if grouped[i][0] == i:
-                units.append(list(grouped[i]))
-        else:
-            units.append([i])
-    chunks: list[list[int]] = [[]]
-    room = text_width - _label_points(g)
-    used = 0.0
-    for unit in units:
-        widths = {i: g.columns[i].points(g.stacked, g.std_below) for i in unit}
-        for piece in ([unit] if sum(widths.values()) <= room else [[i] for i in unit]):
-            width = sum(widths[i] for i in piece)
-            if chunks[-1] and used + width > room:
-                chunks.append([])
-                used = 0.0
-            chunks[-1].extend(piece)
-            used += width
-    return chunks
-
-
 # ----------------------------------------------------------------------------------------------- drawing
 
 
-def _tabular(g: Grid, columns: list[int], rows: list[int]) -> list[str]:
+def _tabular(g: Grid, columns: list[int], rows: list[int], siunitx: bool = False) -> list[str]:
     n_labels = len(g.label_names)
-    spec = "l" * n_labels + "".join(g.columns[i].spec() for i in columns)
+    spec = "l" * n_labels + "".join(_spec(g.columns[i], siunitx) for i in columns)
     lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule"]
     start = {}
     position = n_labels + 1
     for i in columns:
         start[i] = position
-        position += g.columns[i].width
+        position += _width(g.columns[i], siunitx)
     bands = [(header, [i for i in members if i in columns]) for header, members in g.groups]
     bands = [(header, members) for header, members in bands if members]
     if bands:
@@ -286,16 +173,16 @@ def _tabular(g: Grid, columns: list[int], rows: list[int]) -> list[str]:
             col = columns[i]
             if col in first:
                 header, members = first[col]
-                span = sum(g.columns[m].width for m in members)
+                span = sum(_width(g.columns[m], siunitx) for m in members)
                 band.append(rf"\multicolumn{{{span}}}{{c}}{{{_header(header, g.stacked)}}}")
                 rules.append(rf"\cmidrule(lr){{{start[col]}-{start[col] + span - 1}}}")
                 i += len(members)
             else:
-                band.append(rf"\multicolumn{{{g.columns[col].width}}}{{c}}{{}}")
+                band.append(rf"\multicolumn{{{_width(g.columns[col], siunitx)}}}{{c}}{{}}")
                 i += 1
         lines += [" & ".join(band) + r" \\", " ".join(rules)]
     header = [escape(n) for n in g.label_names]
-    header += [rf"\multicolumn{{{g.columns[i].width}}}{{c}}{{{_header(g.columns[i].header, g.stacked)}}}"
+    header += [rf"\multicolumn{{{_width(g.columns[i], siunitx)}}}{{c}}{{{_header(g.columns[i].header, g.stacked)}}}"
                for i in columns]
     lines += [" & ".join(header) + r" \\", r"\midrule"]
     for r in rows:
@@ -303,55 +190,67 @@ def _tabular(g: Grid, columns: list[int], rows: list[int]) -> list[str]:
         for i in columns:
             column = g.columns[i]
             for cells_of_part, digits in zip(column.parts, column.digits):
-                cells += _number(cells_of_part[r], digits, g.std_below)
+                cells += _number(cells_of_part[r], digits, g.std_below, siunitx)
         lines.append(" & ".join(cells) + r" \\")
-        if g.std_below and any(_present(g.columns[i].parts[p][r].std) for i in columns
+        if g.std_below and any(present(g.columns[i].parts[p][r].std) for i in columns
                                for p in range(len(g.columns[i].parts))):
             below = [""] * len(g.label_names)
             for i in columns:
                 column = g.columns[i]
-                below += [_std_line(part[r], digits) for part, digits in zip(column.parts, column.digits)]
+                below += [_std_line(part[r], digits, siunitx) for part, digits in zip(column.parts, column.digits)]
             lines.append(" & ".join(below) + r" \\[1pt]")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return lines
 
 
-def latex_table(table, text_width: float = TEXT_WIDTH_PT) -> str:
-    """One table as one float, fitted to ``text_width`` pt; a table too wide continues in further floats (a group
-    of columns each, the row labels repeated), one too long likewise (rows split evenly, at most ``MAX_ROWS``)."""
-    g = fit(table, text_width)
-    chunks = column_chunks(g, text_width)
-    n_blocks = max(1, math.ceil(len(g.rows) * g.lines_per_row() / MAX_ROWS))
-    size = max(1, math.ceil(len(g.rows) / n_blocks))
-    row_blocks = [list(range(i, min(i + size, len(g.rows)))) for i in range(0, len(g.rows), size)] or [[]]
-    pieces = [(columns, rows) for columns in chunks for rows in row_blocks]
-    floats = []
-    for k, (columns, rows) in enumerate(pieces):
+def latex_table(table, text_width=TEXT_WIDTH_PT, decimals: str = "align") -> str:
+    """One table as one float, fitted to ``text_width`` (``column``, ``page`` or pt): its pieces one under the other
+    in that float; a table longer than ``MAX_ROWS`` lines continues in further floats (the row labels repeated)."""
+    points, page = resolve_width(text_width)
+    siunitx = resolve_decimals(decimals)
+    g = fit(table, points)
+    env = "table*" if page else "table"
+    out = []
+    packed = floats(g, points)
+    for k, pieces in enumerate(packed):
         title = escape(g.title) + (" (continued)" if k else "")
-        lines = [r"\begin{table}[tbp]", r"\centering", r"\small", rf"\caption{{{title}}}"]
+        lines = [rf"\begin{{{env}}}[tbp]", r"\centering", r"\small", rf"\caption{{{title}}}"]
         if k == 0:
             lines.append(rf"\label{{{g.label}}}")
-        lines += _tabular(g, columns, rows)
-        if k == len(pieces) - 1:
+        for p, (columns, rows) in enumerate(pieces):
+            if p:
+                lines.append(r"\par\medskip")
+            lines += _tabular(g, columns, rows, siunitx)
+        if k == len(packed) - 1:
             for note in g.notes:
                 lines.append(rf"\par\smallskip{{\footnotesize {escape(note)}\par}}")
-        lines.append(r"\end{table}")
-        floats.append("\n".join(lines))
-    return "\n".join(floats) + "\n"
+        lines.append(rf"\end{{{env}}}")
+        out.append("\n".join(lines))
+    return "\n".join(out) + "\n"
 
 
-def latex(tables, standalone: bool = False, text_width: float = TEXT_WIDTH_PT) -> str:
-    """The tables' floats, for ``\\input`` into a paper that loads booktabs; ``standalone``: a whole document."""
+def latex(tables, standalone: bool = False, text_width=TEXT_WIDTH_PT, decimals: str = "align") -> str:
+    """The tables' floats, for ``\\input`` into a paper that loads booktabs (and siunitx for ``decimals="siunitx"``);
+    ``standalone``: a whole document (two columns for ``text_width="column"`` / ``"page"``, as the paper's)."""
+    points, _ = resolve_width(text_width)
+    siunitx = resolve_decimals(decimals)
+    decimals = "siunitx" if siunitx else "align"
+    packages = "booktabs" + (" and siunitx (with " + SIUNITX_SETUP + ")" if siunitx else "")
     if not standalone:
-        body = "\n".join(latex_table(t, text_width) for t in tables)
-        return (f"% xeval report: \\input this file into a document that loads booktabs (tables fitted to a "
-                f"{text_width:g} pt text width)\n" + body)
-    width = []
-    if text_width != TEXT_WIDTH_PT:  # the page the tables were fitted to, centred
-        width = [rf"\setlength{{\textwidth}}{{{text_width:g}pt}}",
-                 r"\setlength{\oddsidemargin}{\dimexpr(\paperwidth-\textwidth)/2-1in\relax}",
-                 r"\setlength{\evensidemargin}{\oddsidemargin}"]
+        body = "\n".join(latex_table(t, text_width, decimals) for t in tables)
+        return (f"% xeval report: \\input this file into a document that loads {packages} (tables fitted to a "
+                f"{points:g} pt {'column' if text_width == 'column' else 'text'} width)\n" + body)
+    setup = [r"\usepackage{booktabs}"] + ([r"\usepackage{siunitx}", SIUNITX_SETUP] if siunitx else [])
+    if text_width in WIDTHS:  # a two-column page of ACL's measures: 455 pt of text, columns of 219 pt
+        layout = [r"\documentclass[twocolumn]{article}", r"\setlength{\textwidth}{455pt}",
+                  r"\setlength{\columnsep}{17pt}"]
+    else:
+        layout = [r"\documentclass{article}"]
+        if points != TEXT_WIDTH_PT:
+            layout.append(rf"\setlength{{\textwidth}}{{{points:g}pt}}")
+    if len(layout) > 1:  # the text block centred on the page
+        layout += [r"\setlength{\oddsidemargin}{\dimexpr(\paperwidth-\textwidth)/2-1in\relax}",
+                   r"\setlength{\evensidemargin}{\oddsidemargin}"]
     # a page break after each table's floats: LaTeX holds at most 18 floats it has not placed yet
-    body = "\\clearpage\n".join(latex_table(t, text_width) for t in tables)
-    return "\n".join([r"\documentclass{article}", r"\usepackage{booktabs}", *width, r"\begin{document}", body,
-                      r"\end{document}", ""])
+    body = "\\clearpage\n".join(latex_table(t, text_width, decimals) for t in tables)
+    return "\n".join([*layout, *setup, r"\begin{document}", body, r"\end{document}", ""])

@@ -1,5 +1,5 @@
-"""Draw ``Table``s as GitHub Markdown: the best value per column bold, ± std over seeds, F1 / EM in one cell, a
-dagger on cells the table marks, the notes in small print below."""
+"""Draw ``Table``s as GitHub Markdown: the best value per column bold, ± std over seeds, F1 / EM in one cell,
+marks (†‡§¶) on cells that depart from XTREME's protocol, the notes in small print below."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ def _number(value, digits: int) -> str:
     return "" if _is_empty(value) else f"{value:.{digits}f}"
 
 
-def _cells(table: Table, bold, spread, join: str, mark: str = "") -> list[list[str]]:
+def _cells(table: Table, bold, spread, join: str, mark: bool = True) -> list[list[str]]:
     """Formatted body cells; ``bold(text)`` wraps a best value, ``spread(text)`` draws a std after the mean,
-    ``mark`` follows a cell ``table.marked`` flags (once per merged "a / b" cell)."""
+    ``mark``: a cell's marks (``table.marks``) follow it, once per merged "a / b" cell."""
     best = table.best_mask()
     rows = []
     for row in table.mean.index:
@@ -36,8 +36,8 @@ def _cells(table: Table, bold, spread, join: str, mark: str = "") -> list[list[s
                     text += spread(_number(std, digits))
                 parts.append(text)
             text = join.join(parts) if any(parts) else ""
-            if text and table.marked is not None and any(table.marked.at[row, col] for col in cols):
-                text += mark
+            if text and mark:
+                text += table.mark_of(row, cols)
             cells.append(text)
         rows.append(cells)
     return rows
@@ -56,7 +56,7 @@ def markdown_table(table: Table, level: int = 3) -> str:
     headers = index_names(table) + [h for h, _ in display_columns(table)]
     n_index = len(index_names(table))
     body = [idx + cells for idx, cells in
-            zip(index_cells(table), _cells(table, lambda t: f"**{t}**", lambda s: f" ± {s}", " / ", "†"))]
+            zip(index_cells(table), _cells(table, lambda t: f"**{t}**", lambda s: f" ± {s}", " / "))]
     lines = [f"{'#' * level} {md_escape(table.title)}", ""]
     lines.append("| " + " | ".join(md_escape(h) for h in headers) + " |")
     lines.append("|" + "|".join([":---"] * n_index + ["---:"] * (len(headers) - n_index)) + "|")

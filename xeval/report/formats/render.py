@@ -15,13 +15,14 @@ from xeval.report.tables.base import Table
 
 
 def render(tables: list[Table], fmt: str, heading: str | None = None, preamble: list[str] | None = None,
-           standalone: bool = False, text_width: float | None = None) -> str:
-    """``fmt``: md | latex (the table floats for ``\\input`` into a paper, or with ``standalone`` a whole document)
-    | csv."""
+           standalone: bool = False, text_width: float | str | None = None, decimals: str = "align") -> str:
+    """``fmt``: md | latex (the table floats for ``\\input`` into a paper, or with ``standalone`` a whole document;
+    ``text_width``: column | page | pt; ``decimals``: align | siunitx | auto) | csv."""
     if fmt == "md":
         return markdown(tables, heading=heading, preamble=preamble)
     if fmt == "latex":
-        return latex.latex(tables, standalone=standalone, text_width=text_width or latex.TEXT_WIDTH_PT)
+        return latex.latex(tables, standalone=standalone, text_width=text_width or latex.TEXT_WIDTH_PT,
+                           decimals=decimals)
     if fmt == "csv":
         return csv(tables)
     raise ValueError(f"unknown format {fmt!r}")

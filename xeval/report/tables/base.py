@@ -41,10 +41,15 @@ from xeval.results.layers import (
     choose_layer,
     chosen_layers,
     default_layers,
+    selection_source,
 )
 from xeval.results.store import Unit
 
 AVG = "avg"
+# ``layer=`` of Results (``xeval report --layer``): the layer chosen on the selection split (else the card's fixed
+# layer, else the last); "best", its old name, is still read; None likewise
+CHOSEN = "selection-split"
+CHOSEN_NAMES = (CHOSEN, "best", None)
 
 
 @dataclass
@@ -69,7 +74,17 @@ class Table:
     notes: list = field(default_factory=list)
     stacked_headers: bool = False  # LaTeX: "XQuAD F1 / EM" as two header lines
     controls: set = field(default_factory=set)  # row labels (outer index level) of controls: never bold
-    marked: pd.DataFrame | None = None  # True where a cell gets a dagger (summary: not XTREME's language set)
+    # the marks after a cell ("†‡", "" for none; xeval.report.deviations): not XTREME's language set, dev for test,
+    # subsampled, substitute data; each explained in ``notes``
+    marks: pd.DataFrame | None = None
+
+    def mark_of(self, row, columns) -> str:
+        """The marks of a displayed cell (one or two underlying ``columns``), in their fixed order."""
+        if self.marks is None:
+            return ""
+        from xeval.report.deviations import union
+
+        return union(self.marks.at[row, col] for col in columns)
 
     def lower_is_better(self, row, column) -> bool:
         if self.bold_within is not None:
@@ -109,7 +124,7 @@ class Table:
 class Results:
     """Records prepared for reporting: one split per task, one layer per probe (best, or the one asked for)."""
 
-    def __init__(self, records, split: str | None = None, layer: int | str | None = "best",
+    def __init__(self, records, split: str | None = None, layer: int | str | None = CHOSEN,
                  rename: dict[str, str] | None = None, order: list[str] | None = None):
         """``rename``: {row label or model key: new label} (``--rename old=new``); ``order``: the models' rows in
         this order (labels or keys, before or after renaming; the others follow in store order)."""
@@ -143,10 +158,11 @@ class Results:
         keep = [frame[~layered]]
         for key, group in frame[layered].groupby(["model", "task", "setting"], sort=False):
             layers = sorted(int(k) for k in group["layer"].unique())
-            if layer in (None, "best") and key in self.probe_mode_layers:
+            if layer in CHOSEN_NAMES and key in self.probe_mode_layers:
                 choice = self.probe_mode_layers[key]  # --mode probe: chosen on its own selection set
-            elif layer in (None, "best"):
-                choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]))
+            elif layer in CHOSEN_NAMES:
+                choice = choose_layer(layers, self._selection_curve(key, group, full), defaults.get(key[:2]),
+                                      selection_source(key[1]))
             else:
                 if int(layer) not in layers:
                     have = ", ".join(map(str, layers))
@@ -176,9 +192,14 @@ class Results:
 
     def chosen_layer(self, task: str, row: str) -> int | None:
         """The chosen layer of one table row (a model label) of ``task``."""
-        for (model, probe, setting), layer in self.chosen_layers.items():
+        choice = self.layer_choice(task, row)
+        return None if choice is None else choice.layer
+
+    def layer_choice(self, task: str, row: str) -> LayerChoice | None:
+        """How the layer of one table row (a model label) of ``task`` was chosen (``LayerChoice``: its rule)."""
+        for (model, probe, setting), choice in self.layer_rules.items():
             if probe == task and self.row(model, setting) == row:
-                return layer
+                return choice
         return None
 
     def layer_rules_tasks(self) -> list[str]:

@@ -1,11 +1,13 @@
 """``report --table gap``: the transfer gap, English minus the mean over the other languages, per task (headline
-metric; F1 for QA, as XTREME's gap table), one row per model. Lower is better."""
+metric; F1 for QA, as XTREME's gap table), one row per model. Lower is better. A gap over dev-set languages,
+subsampled sets or substitute data is marked (``xeval.report.deviations``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from xeval.base.errors import UserError
+from xeval.report.deviations import deviation_notes, mark_cells, task_deviations, union
 from xeval.report.frame import XTREME_TASKS, xtreme_task
 from xeval.report.tables.base import AVG, Results, Table, control_note, headline_groups
 
@@ -32,9 +34,25 @@ def gap_table(results: Results) -> Table:
     notes = ["transfer gap = English score minus the mean over the other languages (points; lower is better); "
              "headline metric per task (F1 for QA)",
              "avg over tasks only for rows that have every task"]
+    marks, found = gap_marks(results, mean)
+    notes += deviation_notes(found, gap_column, tasks)
     controls = set(results.control_rows()) & set(mean.index)
     return Table(key="gap", title="Cross-lingual transfer gap", mean=mean, lower_columns=set(mean.columns),
-                 notes=notes + (control_note(results) if controls else []), controls=controls)
+                 notes=notes + (control_note(results) if controls else []), controls=controls, marks=marks)
+
+
+def gap_marks(results: Results, mean: pd.DataFrame) -> tuple[pd.DataFrame | None, dict]:
+    """The marks of the gap cells (``xeval.report.deviations``: a gap between an English test score and dev-set
+    scores of other languages is marked, as are subsampled and substitute-data ones); avg carries its cells'."""
+    marks = pd.DataFrame("", index=mean.index, columns=mean.columns)
+    found: dict = {}
+    for (model, setting, task), dev in task_deviations(results).items():
+        row, column = results.row(model, setting), gap_column(task)
+        if row in mean.index and column in mean.columns and pd.notna(mean.at[row, column]):
+            mark_cells(marks, row, [column], dev, found)
+    columns = [c for c in mean.columns if c != AVG]
+    marks[AVG] = [union(marks.loc[row, columns]) if pd.notna(mean.at[row, AVG]) else "" for row in mean.index]
+    return (marks if (marks != "").any().any() else None), found
 
 
 def gap_column(task: str) -> str:

@@ -1,11 +1,14 @@
 """``report --table languages``: per task, one row per (model, metric), one column per language plus ``avg``; seeds
-as mean ± std. Tatoeba shows both directions and their mean; alignment shows AER (and P/R) per language pair."""
+as mean ± std. Tatoeba shows both directions and their mean; alignment shows AER (and P/R) per language pair. A
+language scored on dev where the task reports test is marked ‡, and avg carries every mark of its languages
+(``xeval.report.deviations``), so an average over dev and test languages never reads as a test number."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from xeval.base.errors import UserError
+from xeval.report.deviations import DEV, SYMBOLS, deviation_notes, symbols, task_deviations
 from xeval.report.frame import NO_LAYER, headline_metric
 from xeval.report.tables.base import AVG, Results, Table, control_note, order_languages, task_title
 
@@ -19,12 +22,13 @@ def _seed_average_std(long: pd.DataFrame, langs: list[str]) -> float:
 
 def language_tables(results: Results, tasks: list[str] | None = None) -> list[Table]:
     tables = []
+    departures = task_deviations(results)
     for task in tasks or results.tasks():
         stats = results.stats[results.stats["task"] == task]
         if stats.empty:
             raise UserError(f"no records for task {task!r}; the runs have: {', '.join(results.tasks())}")
         langs = order_languages(stats["lang"])
-        mean_rows, std_rows, index, controls = [], [], [], set()
+        mean_rows, std_rows, mark_rows, index, controls, found = [], [], [], [], set(), {}
         for (model, setting, layer, metric), group in stats.groupby(["model", "setting", "layer", "metric"],
                                                                     sort=False):
             means = group.set_index("lang")["mean"].reindex(langs)
@@ -42,13 +46,15 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             index.append((label, metric))
             mean_rows.append([*means, avg])
             std_rows.append([*stds, avg_std])
+            mark_rows.append(_marks(departures.get((model, setting, task)), [*langs, AVG], means, avg, found))
         idx = pd.MultiIndex.from_tuples(index, names=["model", "metric"])
         mean = pd.DataFrame(mean_rows, index=idx, columns=[*langs, AVG])
         std = pd.DataFrame(std_rows, index=idx, columns=[*langs, AVG])
+        marks = pd.DataFrame(mark_rows, index=idx, columns=[*langs, AVG])
         head = headline_metric(task, mean.index.get_level_values("metric"))
         mean, dropped = _drop_duplicate_metrics(mean)
         mean = _order_metrics(mean, dropped.get(head, head))
-        std = std.loc[mean.index]
+        std, marks = std.loc[mean.index], marks.loc[mean.index]
         seeds = int(stats["n_seeds"].max())
         notes = [f"{_splits_note(stats, langs)}; seeds: {seeds}" + (" (mean ± std over seeds)" if seeds > 1 else "")]
         if (stats["layer"] != NO_LAYER).any():
@@ -57,11 +63,31 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             notes.append(f"{name} equals {same} (left out)")
         if mean[AVG].isna().any():
             notes.append("avg left empty for rows that miss languages other rows have")
+        notes += deviation_notes(found, task_title)
         if controls:
             notes += control_note(results)
         tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
-                            bold_within="metric", notes=notes, controls=controls))
+                            bold_within="metric", notes=notes, controls=controls,
+                            marks=marks if (marks != "").any().any() else None))
     return tables
+
+
+def _marks(dev, columns: list[str], means: pd.Series, avg: float, found: dict) -> list[str]:
+    """A row's marks: ‡ on a language scored on dev where the task reports test, and on avg every mark of the
+    row's languages (``xeval.report.deviations``: dev, subsampled, substitute data)."""
+    if dev is None:
+        return [""] * len(columns)
+    out = [SYMBOLS[DEV] if lang in dev.on_dev and pd.notna(means.get(lang)) else "" for lang in columns[:-1]]
+    if pd.notna(avg):
+        kinds = dev.kinds([lang for lang in columns[:-1] if pd.notna(means.get(lang))])
+        for kind in kinds:
+            found.setdefault(kind, []).append(dev)
+        out.append(symbols(kinds))
+    else:
+        if any(out):
+            found.setdefault(DEV, []).append(dev)
+        out.append("")
+    return out
 
 
 def _splits_note(stats: pd.DataFrame, langs: list[str]) -> str:

@@ -5,7 +5,9 @@ score" when retrieval records are there.
 A task not run is an empty cell; "Avg (7 tasks)" only when all seven fine-tuning tasks are there, the XTREME score
 (XTREME's evaluate.py ``all_task``, nine tasks) only when all nine are, never an average over whatever happened to
 run. A cell averaged over another language set than XTREME's official one (xtreme-mini, CI runs) is marked † with a
-footnote of the counts, and so are that row's averages.
+footnote of the counts; a cell scored on dev sets where XTREME reports test (‡), subsampled (§) or trained on data
+that stands in for XTREME's (¶) is marked too, each with its reason (``xeval.report.deviations``), and the table is
+then titled as not XTREME's numbers. A row's averages carry the marks of its cells.
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ import pandas as pd
 
 from xeval.base.errors import UserError
 from xeval.metrics.xtreme import XTREME, overall_scores, task_summary
+from xeval.report.deviations import (
+    SYMBOLS,
+    deviation_notes,
+    mark_cells,
+    not_xtremes,
+    task_deviations,
+    union,
+)
 from xeval.report.frame import QA_TASKS, XTREME_GROUPS, XTREME_TASKS, xtreme_task
 from xeval.report.tables.base import Results, Table, control_note
 
@@ -59,6 +69,22 @@ def task_languages(results: Results) -> dict[str, dict[str, set[str]]]:
         if canon is not None:
             out.setdefault(results.row(model, setting), {}).setdefault(canon, set()).update(group["lang"])
     return out
+
+
+def _departures(results: Results) -> dict[tuple[str, str], list]:
+    """{(row label, XTREME task): the departures of its records from XTREME's protocol} (one per task name: a
+    task and its alias, e.g. bucc / bucc2018, share a cell)."""
+    out: dict[tuple[str, str], list] = {}
+    for (model, setting, task), dev in task_deviations(results).items():
+        canon = _scorer_task(task)
+        if canon is not None:
+            out.setdefault((results.row(model, setting), canon), []).append(dev)
+    return out
+
+
+def _column_title(task: str) -> str:
+    canon = _scorer_task(task) or task
+    return XTREME_TASKS.get(canon) or RETRIEVAL_COLUMNS.get(canon, task).split()[0]
 
 
 def _partial_note(counts: dict[str, set[tuple[int, int, int]]]) -> str:
@@ -159,21 +185,29 @@ def summary_table(results: Results) -> Table:
         if nine:
             score = xtreme_score(by_task)
             mean.loc[row, XTREME_SCORE] = np.nan if score is None else score
-    # a cell averaged over another language set than XTREME's official one is marked (xtreme-mini, CI runs), and
-    # so are the row's averages: then they are not XTREME's numbers
-    marked = pd.DataFrame(False, index=mean.index, columns=mean.columns)
+    # a cell averaged over another language set than XTREME's official one is marked † (xtreme-mini, CI runs), a cell
+    # that departs from XTREME's protocol ‡ § ¶ (xeval.report.deviations), and a row's averages carry its cells'
+    # marks: then they are not XTREME's numbers
+    marks = pd.DataFrame("", index=mean.index, columns=mean.columns)
     counts: dict[str, set[tuple[int, int, int]]] = {}
+    departures = _departures(results)
+    found: dict[str, list] = {}
     for row, by_task in task_languages(results).items():
         for task, langs in by_task.items():
-            official = set(XTREME.tasks[task].langs)
-            if langs == official or row not in mean.index:
+            if row not in mean.index:
                 continue
             cells = [c for c, (t, _) in sources.items() if t == task and not np.isnan(mean.at[row, c])]
-            if cells:
-                marked.loc[row, cells] = True
+            if not cells:
+                continue
+            official = set(XTREME.tasks[task].langs)
+            if langs != official:
+                marks.loc[row, cells] = SYMBOLS["languages"]
                 counts.setdefault(task, set()).add((len(langs & official), len(official), len(langs - official)))
+            for dev in departures.get((row, task), []):
+                mark_cells(marks, row, cells, dev, found)
     for total in totals:
-        marked[total] = marked.any(axis=1) & mean[total].notna()
+        marks[total] = [union(marks.loc[row, columns]) if not np.isnan(mean.at[row, total]) else ""
+                        for row in mean.index]
     counts = {t: counts[t] for t in [*XTREME_TASKS, *RETRIEVAL_COLUMNS] if t in counts}
     groups = [(header, [c for c in columns if sources[c][0] in tasks]) for header, tasks in XTREME_GROUPS.items()]
     if retrieval:
@@ -191,14 +225,18 @@ def summary_table(results: Results) -> Table:
                                if RETRIEVAL_TASKS.get(t) in retrieval and results.layer_note(t)))
     if counts:
         notes.append(_partial_note(counts))
+    notes += deviation_notes(found, _column_title, [*XTREME_TASKS, *RETRIEVAL_TASKS])
     for total in totals:
-        if marked[total].any():
-            notes.append(f"{total}†: a mean over † cells, not XTREME's number")
+        used = "".join(dict.fromkeys("".join(marks[total])))
+        if used:
+            notes.append(f"{total}{used}: a mean over marked cells, not XTREME's number")
     controls = set(results.control_rows()) & set(mean.index)
     std = _summary_std(results, sources, mean)
     if std.notna().any().any():
         notes.append("± = standard deviation over seeds of the cell computed per seed")
-    return Table(key="summary", title="XTREME summary", mean=mean, std=std if std.notna().any().any() else None,
+    marked = (marks != "").any().any()
+    departed = any(found.values())
+    return Table(key="summary", title=not_xtremes("XTREME summary") if departed else "XTREME summary", mean=mean, std=std if std.notna().any().any() else None,
                  pairs=pairs, groups=groups,
                  notes=notes + (control_note(results) if controls else []), stacked_headers=True, controls=controls,
-                 marked=marked if marked.any().any() else None)
+                 marks=marks if marked else None)
