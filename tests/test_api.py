@@ -118,7 +118,9 @@ def _evaluate_verbose_threads_cache(data_root, tmp_path, monkeypatch, capfd):
     assert re.search(r"^\S+ \S+ heartbeat: xeval run: \d/2 work items", err, re.M), err
     assert torch.get_num_threads() == threads and log.handlers == handlers  # what the call changed is restored
     entries = sorted(cache.rglob("*.npy"))
-    assert entries and _files(tmp_path) == entries  # store=None: the cache is the only thing written
+    checks = sorted(cache.rglob("*.npy.meta"))  # each entry's check (shape, dtype, digest) beside it
+    assert entries and [p.with_suffix("") for p in checks] == entries
+    assert _files(tmp_path) == sorted(entries + checks)  # store=None: the cache is the only thing written
     again = xeval.evaluate(model, data=data_root, verbose=True, cache=cache, **PROBE)
     assert re.search(rf"encoding cache: {len(entries)} layer entries reused, 0 computed", capfd.readouterr().err)
     metrics = ["lang", "split", "layer", "accuracy_en_xx", "accuracy_xx_en"]

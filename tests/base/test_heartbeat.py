@@ -94,7 +94,7 @@ def _stamped(log: str) -> list[tuple[datetime, str]]:
 
 def test_a_fine_tuning_run_redirected_to_a_file_has_timestamps_and_a_heartbeat(data_root, tmp_path):
     model = tiny_model(data_root)
-    rc, log, out = _run_to_file(tmp_path, model, data_root, "0.5", "--suite", "xtreme-mini", "--tasks", "pawsx",
+    rc, log, out = _run_to_file(tmp_path, model, data_root, "0.1", "--suite", "xtreme-mini", "--tasks", "pawsx",
                                 "--langs", "de", "--seeds", "2", "--max-train", "128", "--max-dev", "16",
                                 "--max-eval", "32", "--epochs", "1", "--batch-size", "16")
     assert rc == 0, log

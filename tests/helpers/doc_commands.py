@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 import re
 import shlex
 import subprocess
@@ -166,6 +167,11 @@ def check(argv: list[str]) -> str | None:
         return check_torchrun(argv[1:])
     if head == "pip":
         return check_pip(argv[1:])
+    if head.startswith(".ci/") and head.endswith(".sh"):  # the project's own CI scripts: they exist, take no args
+        script = ROOT / head
+        if not script.is_file() or not os.access(script, os.X_OK):
+            return f"{head}: no such executable script in the repository"
+        return f"{shlex.join(argv)}: .ci scripts take no arguments (settings are CI_* variables)" if argv[1:] else None
     return (f"{shlex.join(argv)}: not a command tests/helpers/doc_commands.py knows how to check; mark the block "
             "<!-- illustrative: why --> or teach it")
 

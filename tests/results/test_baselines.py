@@ -25,11 +25,11 @@ def test_classification_chance_and_majority(tmp_path):
 def test_tagging_majority_is_the_chunk_f1_of_the_most_frequent_tag(tmp_path):
     # most frequent gold tag NOUN; tagging every token NOUN finds the chunk NOUN(0-1) of the first sentence and
     # predicts NOUN(0) where the second has VERB(0): precision 1/2, recall 1/2, F1 50
-    gold = [["NOUN", "NOUN"], ["VERB"]]
-    rec = _stored(tmp_path, "udpos", "tagging", {"f1": 80.0}, tagging_outcomes(["s1", "s2"], gold, gold), n=2)
+    gold = [["NOUN", "NOUN"], ["VERB"]]  # the model is perfect (its outcomes are bound to its F1 100)
+    rec = _stored(tmp_path, "udpos", "tagging", {"f1": 100.0}, tagging_outcomes(["s1", "s2"], gold, gold), n=2)
     assert baselines(rec) == {"majority": pytest.approx(50.0)}
     ner = [["B-PER", "I-PER", "O", "O"]]  # O is the majority: no chunk, F1 0
-    rec = _stored(tmp_path / "ner", "panx", "tagging", {"f1": 80.0}, tagging_outcomes(["s"], ner, ner), n=1)
+    rec = _stored(tmp_path / "ner", "panx", "tagging", {"f1": 100.0}, tagging_outcomes(["s"], ner, ner), n=1)
     assert baselines(rec) == {"majority": 0.0}
 
 

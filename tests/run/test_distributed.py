@@ -149,6 +149,8 @@ def comparable(out: Path) -> dict:
     found = {}
     for path in sorted(out.rglob("*.json")):
         rel = path.relative_to(out).as_posix()
+        if re.fullmatch(r"results(\.shard-\d+-of-\d+)?\.json", rel):  # a run's summary (xeval.results/1): timings
+            continue
         if "/predictions/" in rel:
             found[rel] = path.read_text(encoding="utf-8")
             continue
