@@ -99,6 +99,7 @@ def test_evaluate_shows_progress_sets_threads_and_uses_a_cache_in_memory(data_ro
 
 def _evaluate_verbose_threads_cache(data_root, tmp_path, monkeypatch, capfd):
     import re
+    import time
 
     import torch
 
@@ -110,7 +111,17 @@ def _evaluate_verbose_threads_cache(data_root, tmp_path, monkeypatch, capfd):
     quiet = xeval.evaluate(model, data=data_root, **PROBE)
     assert capfd.readouterr().err == ""  # default: xeval's logging as it was (Python's: warnings only)
     cache = tmp_path / "enc"
+    from xeval.base import heartbeat
+
+    update = heartbeat.Activity.update
+
+    def slow_update(self, n=1):  # every step outlasts the 0.01 s interval: a beat is due however fast the machine
+        time.sleep(0.05)
+        update(self, n)
+
+    monkeypatch.setattr(heartbeat.Activity, "update", slow_update)
     first = xeval.evaluate(model, data=data_root, verbose=True, threads=1, cache=cache, **PROBE)
+    monkeypatch.setattr(heartbeat.Activity, "update", update)
     err = capfd.readouterr().err
     # the run's log on stderr, timestamped (pytest's capture is no terminal), the heartbeat among it
     assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d xeval run: tiny@\w+ on probes .* memory \(nothing written\); "

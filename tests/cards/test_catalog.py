@@ -192,3 +192,16 @@ def test_suite_given_as_a_yaml_path(tmp_path, monkeypatch):
     assert loaded.cards[1].name == "xnli"
     with pytest.raises(ConfigError, match=r"--suite .*nothere\.yaml: no such suite file"):
         load_suite(str(tmp_path / "nothere.yaml"))
+
+
+def test_a_card_with_a_key_twice_is_an_error_naming_its_line(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: a card with ``languages:`` twice would lose the first list."""
+    from xeval.base.errors import ConfigError
+    from xeval.cards.catalog import read_yaml
+
+    card = tmp_path / "t.yaml"
+    card.write_text("name: t\nlanguages: [de]\nmetric: f1\nlanguages: [fr]\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"t\.yaml:4: expected valid YAML, found duplicate key 'languages'"):
+        read_yaml(card)
+    card.write_text("name: t\nlr: 2e-5\ncount: 010\n", encoding="utf-8")  # everything else reads as safe_load does
+    assert read_yaml(card) == {"name": "t", "lr": "2e-5", "count": 8}

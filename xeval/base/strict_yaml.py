@@ -24,7 +24,10 @@ class DuplicateKey(yaml.YAMLError):
         super().__init__(self.problem)
 
 
-class StrictLoader(yaml.SafeLoader):
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key twice in one mapping, and changes nothing else (task cards: their
+    scalars must read as they always have, so a card's hash stays what it was)."""
+
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen = set()
@@ -39,6 +42,10 @@ class StrictLoader(yaml.SafeLoader):
                 except TypeError:  # an unhashable key: SafeLoader's own error follows
                     pass
         return super().construct_mapping(node, deep)
+
+
+class StrictLoader(UniqueKeyLoader):
+    """Duplicate keys refused, and the number surprises of the module docstring removed."""
 
 
 _LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
@@ -61,3 +68,8 @@ def load(text: str):
     """``yaml.safe_load(text)`` without the surprises above; a ``yaml.YAMLError`` (``DuplicateKey`` included) as
     PyYAML raises it, with ``problem_mark`` for the line."""
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+
+
+def load_unique_keys(text: str):
+    """``yaml.safe_load(text)``, except that a duplicated key is a ``DuplicateKey`` error (with its line)."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - UniqueKeyLoader is a SafeLoader

@@ -1,5 +1,5 @@
 """Where task cards and suites are found and how they load: the built-in ``tasks/`` folder (shipped in the wheel as
-``xeval._tasks``), then the folders of ``$XEVAL_TASKS``; a card or suite is read with ``yaml.safe_load`` and
+``xeval._tasks``), then the folders of ``$XEVAL_TASKS``; a card or suite is read with ``yaml.safe_load`` (a key twice an error) and
 validated (``xeval.cards.card``) into the effective cards a run sees. The card and suite formats are documented in
 ``xeval/cards/card.py``.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from xeval.base import strict_yaml
 from xeval.base.errors import ConfigError, UserError, did_you_mean
 from xeval.base.shipped import tasks_root
 from xeval.base.textfile import read_utf8
@@ -49,7 +50,7 @@ def is_suite_file(name: str) -> bool:
 
 def read_yaml(path: Path) -> dict:
     try:
-        obj = yaml.safe_load(read_utf8(path, "YAML"))
+        obj = strict_yaml.load_unique_keys(read_utf8(path, "YAML"))  # a key twice is an error, not dropped
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
