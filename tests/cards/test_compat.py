@@ -91,10 +91,11 @@ class _Toy(nn.Module):
 
 @pytest.mark.parametrize(("mode", "eval_every", "expected"), [
     ("none", 3, [3, 4, 6, 8]),  # every 3 steps and at each epoch end (4 steps an epoch)
-    ("xtreme", 3, [3, 6]),  # XTREME's --save_steps only
-    ("xtreme", 4, [4, 8]),  # the last step counts when it is a save step
+    ("xtreme", 3, [3, 6, 8]),  # XTREME's --save_steps and the final weights (--eval_all_checkpoints)
+    ("xtreme", 4, [4, 8]),  # the last step once when it is a save step
+    ("xtreme", 20, [8]),  # no save step reached: the final weights alone
 ])
-def test_compat_selects_on_dev_at_save_steps_only(mode, eval_every, expected):
+def test_compat_selects_on_dev_at_save_steps_and_the_final_weights(mode, eval_every, expected):
     from xeval.adapters.transfer.fine_tuning import fine_tune
     from xeval.adapters.transfer.recipe import Recipe
 
@@ -103,6 +104,20 @@ def test_compat_selects_on_dev_at_save_steps_only(mode, eval_every, expected):
     features = [{"input_ids": [i % 3, 1], "attention_mask": [1, 1], "labels": i % 2} for i in range(8)]
     report = fine_tune(_Toy(), features, recipe, seed=1, pad_token_id=0, evaluate=lambda model: 1.0, device="cpu")
     assert [step for step, _ in report.dev_curve] == expected
+
+
+@pytest.mark.parametrize(("scores", "best"), [([50.0, 60.0, 70.0], 8), ([50.0, 70.0, 70.0], 6)])
+def test_compat_keeps_the_final_weights_when_they_are_better_and_the_checkpoint_on_a_tie(scores, best):
+    """XTREME sorts checkpoint-best before the final model and keeps the first of equal dev scores."""
+    from xeval.adapters.transfer.fine_tuning import fine_tune
+    from xeval.adapters.transfer.recipe import Recipe
+
+    recipe = Recipe.build({"batch_size": 2, "epochs": 2, "eval_every": 3, "learning_rate": 0.1}, RECIPES["xtreme"])
+    features = [{"input_ids": [i % 3, 1], "attention_mask": [1, 1], "labels": i % 2} for i in range(8)]
+    given = iter(scores)
+    report = fine_tune(_Toy(), features, recipe, seed=1, pad_token_id=0, evaluate=lambda model: next(given),
+                       device="cpu")
+    assert report.dev_curve == [(3, scores[0]), (6, scores[1]), (8, scores[2])] and report.best_step == best
 
 
 def test_the_mode_is_recorded_and_part_of_the_units_identity(tiny_encoder, data_root, tmp_path):

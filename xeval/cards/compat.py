@@ -14,8 +14,9 @@ commit its ``install_tools.sh`` pins):
   seqeval 1.x (the default here, and what ``pip install seqeval`` gives today) reads both as ``CONJ``.
 - **XLM-R tagging windows** end in ``</s></s>`` (``utils_tag.py``: ``sep_token_extra`` for RoBERTa-style models),
   one position less for words.
-- **Model selection** on English dev at every ``save_steps`` (the cards' ``eval_every``) only; no epoch-end or
-  end-of-training candidates (when no step was evaluated, the last weights are kept).
+- **Model selection** on English dev at every ``save_steps`` (the cards' ``eval_every``) and on the final weights
+  (``--eval_all_checkpoints`` scores the final model too; a tie keeps the earlier checkpoint); no epoch-end
+  candidates.
 """
 
 from __future__ import annotations

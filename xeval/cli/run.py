@@ -74,7 +74,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compat", default="none", choices=["none", "xtreme"],
                         help="xtreme: reproduce the published XTREME pipeline's quirks for like-for-like comparison "
                              "(QA answers through get_final_text, seqeval 0.0.x POS chunk types, XLM-R </s></s> in "
-                             "tagging windows, dev selection at save steps only); recorded in every result")
+                             "tagging windows, dev selection at save steps and on the final weights); recorded in every result")
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     parser.add_argument("--log-to", metavar="KIND:TARGET",
                         help="also send the run's results.json to an experiment tracker: mlflow:DIR (MLflow's local "

@@ -233,6 +233,10 @@ def fine_tune(
                 break
         if select and recipe.epoch_end_selection and (not curve or curve[-1][0] != step):  # end of an epoch
             checkpoint(step)
+    if select and not recipe.epoch_end_selection and (not curve or curve[-1][0] != step):
+        # XTREME's train_*.sh pass --eval_all_checkpoints: the final model is scored on English dev beside every
+        # saved checkpoint, and its step count is rarely a multiple of --save_steps (PAN-X 6,250 vs 6,000)
+        checkpoint(step)  # a tie keeps the earlier checkpoint (strictly better only), as XTREME's sort does
     bar.close()
     if world > 1:  # the loss of the step's last micro-batch, as one process reports it
         loss_value = collectives.broadcast(loss_value, src=(len(chunks) - 1) % world)
