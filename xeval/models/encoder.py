@@ -186,6 +186,9 @@ class Encoder:
         if heads := load_report.known_heads_line(self.spec, info):  # e.g. a pooler the checkpoint lacks (-v)
             console.log.debug(heads)
         self.model.to(self.device).eval()
+        # drawn from the global RNG at load (e.g. BERT's pooler in a sentence-transformers export): fine-tuning
+        # draws them again under its seed (adapters/transfer/backbone.py)
+        self.missing_weights = tuple(sorted(info.get("missing_keys") or ()))
         self.kind = "engine" if getattr(self.model.config, "model_type", "").startswith("xeval") else "hf"
         self.num_layers = int(self.model.config.num_hidden_layers)
         self.hidden_size = int(self.model.config.hidden_size)

@@ -58,3 +58,37 @@ def test_predict_score_and_submission(tiny_encoder, xnli, tmp_path, data_root):
     assert fam.score(predictions, examples, "en") == {"accuracy": expected}
     assert fam.format_predictions(predictions, examples) == "".join(p + "\n" for p in predictions)
     assert fam.format_gold(examples) == "entailment\ncontradiction\n"
+
+
+def test_a_pooler_the_checkpoint_lacks_is_drawn_from_the_fine_tuning_seed(data_root, tmp_path):
+    """A BERT exported without its pooler (multilingual-e5-small, any sentence-transformers folder) gets a pooler
+    drawn from the global RNG at load; PAWS-X / XNLI read it, so a seed must fix it whatever ran before."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from tests.helpers.transfer import tiny_model
+    from xeval.adapters.transfer.backbone import backbone_copy
+    from xeval.adapters.transfer.fine_tuning import set_seed
+    from xeval.models.encoder import Encoder
+
+    folder = tmp_path / "no-pooler"
+    shutil.copytree(tiny_model(data_root), folder)
+    weights = load_file(folder / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("pooler.")}, folder / "model.safetensors",
+              metadata={"format": "pt"})
+    torch.manual_seed(1)
+    first = Encoder(str(folder))
+    torch.rand(1000)  # the process did something else in between
+    second = Encoder(str(folder))
+    assert "pooler.dense.weight" in first.missing_weights
+    assert not torch.equal(first.model.pooler.dense.weight, second.model.pooler.dense.weight)  # the load's draw
+    copies = []
+    for encoder in (first, second):
+        set_seed(7)
+        copies.append(backbone_copy(encoder))
+    assert torch.equal(copies[0].pooler.dense.weight, copies[1].pooler.dense.weight)
+    assert torch.equal(copies[0].pooler.dense.bias, torch.zeros_like(copies[0].pooler.dense.bias))
+    assert torch.equal(copies[0].encoder.layer[0].attention.self.query.weight,
+                       first.model.encoder.layer[0].attention.self.query.weight)  # trained weights untouched

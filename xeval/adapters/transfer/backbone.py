@@ -19,6 +19,14 @@ def head_init(module: nn.Linear, std: float = 0.02) -> nn.Linear:
 def backbone_copy(encoder) -> nn.Module:
     """A fresh trainable copy of the encoder's backbone: every seed starts from the same pre-trained weights."""
     model = copy.deepcopy(encoder.model)
+    # Weights the checkpoint lacks were drawn from the global RNG when the model loaded, so they would change with
+    # whatever ran before in the process; draw them again from the unit's seed (train_model seeds just before), as
+    # transformers initialises BERT's linear layers: normal(0, initializer_range), zero bias.
+    missing = set(getattr(encoder, "missing_weights", ()))
+    std = getattr(model.config, "initializer_range", 0.02)
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear) and f"{name}.weight" in missing:
+            head_init(module, std)
     model.train()
     for param in model.parameters():
         param.requires_grad_(True)
