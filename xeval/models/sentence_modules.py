@@ -10,7 +10,10 @@ What is honoured (exactly as sentence_transformers.models computes it):
 - Dense: ``linear.weight``/``linear.bias`` from the module's ``model.safetensors``, activation Tanh, Identity, ReLU,
   GELU or Sigmoid;
 - Normalize: L2 normalisation;
-- ``sentence_bert_config.json``: ``max_seq_length`` (inputs truncated there) and ``do_lower_case``.
+- ``sentence_bert_config.json``: ``max_seq_length`` (inputs truncated there) and ``do_lower_case``;
+- ``config_sentence_transformers.json``: ``prompts`` and ``default_prompt_name`` (MTEB's and sentence-transformers'
+  input prefixes, e.g. e5's ``query: ``): ``probe_prompt`` is the text the probes put before each input by default
+  (``xeval.adapters.probes.base``, option ``prefix``).
 
 Dense and Normalize were trained on the last layer's pooled output, so they apply to ``hidden_states[-1]`` only; a
 layer sweep pools the other layers with the Pooling module alone (``describe`` says so). Whatever cannot be honoured
@@ -56,6 +59,15 @@ class SentencePipeline:
     max_seq_length: int | None = None
     do_lower_case: bool = False
     ignored: list[str] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=dict)  # config_sentence_transformers.json: name -> prefix
+    default_prompt_name: str | None = None
+
+    def probe_prompt(self) -> str:
+        """The prefix of the probes' inputs: the folder's default prompt, else its ``query`` prompt (e5's advice for
+        symmetric tasks such as bitext mining, which every probe is), else none ("")."""
+        if self.default_prompt_name and self.default_prompt_name in self.prompts:
+            return self.prompts[self.default_prompt_name]
+        return self.prompts.get("query", "")
 
     def describe(self) -> str:
         parts = [self.mode] + [f"Dense({d.weight.shape[1]}->{d.weight.shape[0]}, {d.activation})" for d in self.dense]
@@ -142,6 +154,12 @@ def read_pipeline(folder: str | Path, hidden_size: int) -> SentencePipeline | No
         return None
     bert = _read(folder / "sentence_bert_config.json")
     out = SentencePipeline(max_seq_length=bert.get("max_seq_length"), do_lower_case=bool(bert.get("do_lower_case")))
+    st_config = _read(folder / "config_sentence_transformers.json")
+    prompts = st_config.get("prompts") if isinstance(st_config, dict) else None
+    if isinstance(prompts, dict):
+        out.prompts = {str(k): v for k, v in prompts.items() if isinstance(v, str)}
+        name = st_config.get("default_prompt_name")
+        out.default_prompt_name = name if isinstance(name, str) else None
     width = hidden_size
     for entry in sorted(modules, key=lambda e: e.get("idx", 0)):
         kind, path = _kind(entry.get("type", "")), folder / entry.get("path", "")

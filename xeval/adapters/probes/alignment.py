@@ -12,6 +12,9 @@
    - ``argmax-inter``: SimAlign's "inter" (ArgMax): i-j when j is i's most similar and i is j's most similar.
 4. Words: two words are linked when any of their subwords are (SimAlign's and awesome-align's rule).
 
+An input prefix (``prefix``, e5's ``query: ``; ``xeval.adapters.probes.base``) goes before each sentence's words as
+words of its own; its subwords are encoded and then left out like the special tokens.
+
 AER (``xeval.metrics.aer``) against the gold (sure and possible links); the first extraction method is the
 headline (``aer``, ``precision``, ``recall``); every method also gets ``aer_<method>`` etc. (``-`` → ``_``).
 """
@@ -19,6 +22,7 @@ headline (``aer``, ``precision``, ``recall``); every method also gets ``aer_<met
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -127,6 +131,18 @@ def joint_states(encoder, pairs, layers: list[int]) -> Iterator[tuple]:
                stacked[:, b, tgt_pos], [words[t] for t in tgt_pos])
 
 
+def drop_words(item: tuple, k: int) -> tuple:
+    """One pair's (src states, src words, tgt states, tgt words) without the subwords of its first ``k`` words (a
+    prefix), the word indices counted from the first word after them."""
+    if not k:
+        return item
+    out = []
+    for states, words in ((item[0], item[1]), (item[2], item[3])):
+        keep = [t for t, w in enumerate(words) if w >= k]
+        out += [states[:, keep], [words[t] - k for t in keep]]
+    return tuple(out)
+
+
 def argmax_inter_layers(sims: np.ndarray) -> np.ndarray:
     """``argmax_inter`` on every layer at once: sims [L, n, m] -> bool [L, n, m] (the same ties: first maximum)."""
     n, m = sims.shape[-2:]
@@ -163,8 +179,13 @@ def align_layers(encoder, pairs, layers: list[int], options: dict) -> dict[int, 
     out = {layer: {m: [] for m in methods} for layer in layers}
     encode = joint_states if options["joint"] else separate_states
     chunk = int(options["chunk"])
+    extra = (options.get("prefix") or "").split()  # the prefix's words, before each sentence's
     for start in range(0, len(pairs), chunk):
-        encoded = list(encode(encoder, pairs[start : start + chunk], layers))
+        batch = pairs[start : start + chunk]
+        if extra:
+            batch = [replace(p, src_tokens=extra + list(p.src_tokens), tgt_tokens=extra + list(p.tgt_tokens))
+                     for p in batch]
+        encoded = [drop_words(item, len(extra)) for item in encode(encoder, batch, layers)]
         sims = [cosine_matrix(s_states, t_states) for s_states, _, t_states, _ in encoded]  # [L, n, m] each
         for method in methods:
             links = extract_layers(sims, method, float(options["epsilon"]), float(options["threshold"]))
@@ -233,6 +254,7 @@ def run(card, langs, ctx) -> list:
         "cost": "1 - cosine",
         "subword_to_word": "any subword link links the words",
         "max_length": ctx.encoder.max_length,
+        **probes.prefix_config(options),
     }
 
     def evaluate(lang, pairs, layers):

@@ -6,7 +6,13 @@
 - one record builder (``make_record``) so every probe records model, data, card, config and provenance alike;
 - options from the card's recipe overridden by the command line (``probe_options``);
 - pooled sentence vectors through the run's encoding cache (``sentence_vectors``, ``xeval.models.encoding_cache``), keyed by the
-  model's content hash and tokenizer, layer, pooling, special-token choice, max length and the texts' hash.
+  model's content hash and tokenizer, layer, pooling, special-token choice, max length and the texts' hash;
+- an input prefix (option ``prefix``, ``resolve_prefix``): e5's ``query: ``, as MTEB gives models their prompts. By
+  default the model folder's own (``config_sentence_transformers.json``'s prompts, ``SentencePipeline.probe_prompt``),
+  ``--set prefix=TEXT`` over it, ``--set prefix=`` for none. The sentence probes put it before every sentence, word
+  alignment before every sentence's words (its subwords left out of the links); a prefix is recorded in the
+  config (``prefix_config``), so it is in the unit's hash, and the prefixed texts key the encoding cache. Fine-tuning
+  (and ``--mode probe``) reads no prefix.
 
 Probes are deterministic (no training, no sampling): their units carry seed 0.
 """
@@ -49,6 +55,7 @@ DEFAULTS = {
     "batch_size": 32,
     "max_length": None,  # None: the encoder's limit
     "cache_dir": None,  # encoding cache folder (None: the run's cache, see xeval.models.encoding_cache)
+    "prefix": None,  # text before each input; None: the model folder's own prompt (resolve_prefix), "": none
 }
 
 
@@ -111,7 +118,27 @@ def probe_options(card, ctx, extra: dict | None = None) -> dict:
     pipeline = getattr(getattr(ctx, "encoder", None), "sentence_pipeline", None)
     out = resolve_options(card.recipe or {}, ctx.tasks.probe, defaults, where=card.name, sentence_pipeline=pipeline)
     out["cache"] = getattr(ctx, "cache", None)  # the run's encoding cache (None outside a run)
+    out["prefix"] = resolve_prefix(out.get("prefix"), pipeline)
     return out
+
+
+def resolve_prefix(given: str | None, sentence_pipeline=None) -> str:
+    """The text put before each probe input: ``given`` (``--set prefix=...``, a card's ``prefix``), else the
+    sentence-transformers folder's prompt (``SentencePipeline.probe_prompt``), else none. A prefix that does not end
+    in whitespace gets one space (``--set`` values are stripped, so ``prefix=query:`` means ``query: ``)."""
+    text = given if given is not None else (sentence_pipeline.probe_prompt() if sentence_pipeline is not None else "")
+    text = str(text or "")
+    return text if not text or text[-1].isspace() else text + " "
+
+
+def prefix_config(options: dict) -> dict:
+    """The config entry of a probe's prefix (none: no entry, so the units of prefix-less runs keep their hash)."""
+    return {"prefix": options["prefix"]} if options.get("prefix") else {}
+
+
+def with_prefix(texts: list[str], options: dict) -> list[str]:
+    prefix = options.get("prefix") or ""
+    return [prefix + t for t in texts] if prefix else list(texts)
 
 
 def resolve_options(card_recipe: dict, given: dict, defaults: dict, where: str, sentence_pipeline=None) -> dict:
@@ -349,8 +376,10 @@ def encoding_cache(options: dict):
 def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict) -> np.ndarray:
     """float32 [len(layers), len(texts), H] pooled vectors from one forward pass per batch, via the cache if any.
 
-    Not normalised: callers L2-normalise (retrieval) as they need.
+    Not normalised: callers L2-normalise (retrieval) as they need. ``options["prefix"]`` goes before every text (the
+    prefixed texts are what the cache key hashes).
     """
+    texts = with_prefix(texts, options)
     limit = max_length(options, encoder)  # a card's 512 on a small model is the model's limit
     kwargs = {"pooling": options["pooling"], "include_special": bool(options["include_special"]),
               "batch_size": int(options["batch_size"]), "max_length": limit}

@@ -84,6 +84,7 @@ def run(card, langs, ctx) -> list:
         "similarity": "cosine: inner product of L2-normalised float32 vectors",
         "xsim": "xsim_* = error rate (%) of LASER's ratio-margin nearest neighbour, k=4",
         "official_direction": "en->xx (English queries, xx indexed)",
+        **probes.prefix_config(options),
     }
     data = {k: config["data"].get(k) for k in ("root", "layout", "parallel", "monolingual", "languages", "clean")}
     records = []

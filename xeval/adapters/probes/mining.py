@@ -124,6 +124,7 @@ def run(card, langs, ctx) -> list:
         "retrieval": "max (both directions, greedy one-to-one)",
         "index": "faiss.IndexFlatIP (exact cosine)",
         "threshold": "tuned on the dev gold, applied to test at the same layer (XTREME's protocol)",
+        **probes.prefix_config(options),
     }
     tuned: dict[tuple[str, int], float] = {}  # (language, layer) -> dev threshold, from this run
 

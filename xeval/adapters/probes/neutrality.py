@@ -64,7 +64,7 @@ def run(card, langs, ctx) -> list:
     config = {"probe": "neutrality", "pooling": options["pooling"], "include_special": bool(options["include_special"]),
               "max_length": probes.max_length(options, ctx.encoder), "languages": classes,
               "langid": f"LogisticRegression on standardised vectors, {FOLDS}-fold GroupKFold by sentence",
-              "cka": "linear CKA with English x 100 (Kornblith et al. 2019)"}
+              "cka": "linear CKA with English x 100 (Kornblith et al. 2019)", **probes.prefix_config(options)}
     limit = ctx.tasks.max_eval
     used = {**({**config, "max_eval": limit} if limit else config), **limit_config(ctx)}
     # one config hash per language; the language-ID record's covers every language's data (and the set, in config)

@@ -187,6 +187,7 @@ def run(card, langs, ctx) -> list:
         "official_direction": "en->xx (English queries, xx indexed)",
         **({"center": "centered_* metrics: each side minus its own mean vector"} if options["center"] else {}),
         **({"xsim": "xsim_* = error rate (%) of LASER's ratio-margin nearest neighbour, k=4"} if options["xsim"] else {}),
+        **probes.prefix_config(options),
     }
 
     def evaluate(lang, pairs, layers):
