@@ -74,6 +74,24 @@ def test_the_monitor_writes_while_something_runs_and_stops_after(monkeypatch):
     monitor.enabled = False
 
 
+def test_a_push_wakes_a_thread_asleep_on_an_earlier_longer_interval():
+    """The CI race of the API heartbeat test: an earlier run left the thread in a 1 s sleep (interval 30 s); a run of
+    well under a second with a 0.01 s interval must still beat, not wait out the old sleep."""
+    lines: list[str] = []
+    monitor = Monitor(lines.append, interval=30.0)
+    monitor.enabled = True
+    first = Activity("earlier run", monitor=monitor)
+    time.sleep(0.05)  # the thread is now asleep for min(1 s, 30 s / 4)
+    first.close()
+    monitor.interval = 0.01
+    started = time.monotonic()
+    with Activity("short run", total=2, unit="work item", monitor=monitor):
+        while not lines and time.monotonic() - started < 0.5:
+            time.sleep(0.01)
+    monitor.enabled = False
+    assert lines and lines[0].startswith("heartbeat: short run: 0/2 work items"), lines
+
+
 def _run_to_file(tmp_path, model, data_root, interval: str, *extra) -> tuple[int, str, str]:
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1", "XEVAL_HEARTBEAT": interval}
     tmp_path.mkdir(parents=True, exist_ok=True)

@@ -141,12 +141,15 @@ class Monitor:
         self._lock = threading.Lock()
         self._last = time.monotonic()
         self._thread: threading.Thread | None = None
+        # wakes a thread asleep on an earlier (longer) interval: a push must not wait out a sleep begun before it
+        self._wake = threading.Event()
 
     def push(self, activity: Activity) -> None:
         with self._lock:
             if not self.stack:
                 self._last = time.monotonic()
             self.stack.append(activity)
+        self._wake.set()
         if self.enabled and self.interval > 0 and (self._thread is None or not self._thread.is_alive()):
             self._thread = threading.Thread(target=self._run, name="xeval-heartbeat", daemon=True)
             self._thread.start()
@@ -169,7 +172,8 @@ class Monitor:
 
     def _run(self) -> None:
         while self.enabled and self.interval > 0:
-            time.sleep(min(1.0, self.interval / 4))
+            self._wake.wait(min(1.0, self.interval / 4))
+            self._wake.clear()
             now = time.monotonic()
             if now - self._last < self.interval:
                 continue
