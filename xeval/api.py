@@ -59,7 +59,8 @@ def evaluate(model, tasks: str | list[str] | None = None, langs: str | list[str]
     store: ``None`` writes nothing; a folder stores every record there and reuses stored units (resume), and the
         run's summary as ``<store>/results.json`` (``docs/results.md``).
     recipe: fine-tuning recipe overrides (``{"epochs": 1, "max_train": 1000}``); max_eval: first N examples per
-        language; control: ``"random-init"`` adds the random-init control's rows.
+        language; control: ``"random-init"`` adds the random-init control's rows, ``"charngram"`` the char
+        n-gram TF-IDF baseline's (sentence retrieval only), ``"random-init,charngram"`` both.
     mode: ``"finetune"`` (XTREME's protocol) or ``"probe"`` (the fine-tuning tasks with the encoder frozen and a
         linear head on every layer's features; rows say ``mode`` and are never to be averaged with fine-tuning's).
     compat: ``"none"`` (xeval's pipeline) or ``"xtreme"`` (``--compat xtreme``: the published XTREME pipeline's
@@ -160,7 +161,7 @@ def _check_arguments(**given) -> None:
         if not isinstance(given[name], str):
             fail(name, "a string")
     if given["control"] is not None and not isinstance(given["control"], str):
-        fail("control", "'random-init' or None")
+        fail("control", "'random-init', 'charngram', both comma-separated, or None")
     if not isinstance(given["overwrite"], bool):
         fail("overwrite", "True or False")
     if given["recipe"] is not None and not (isinstance(given["recipe"], dict)

@@ -11,6 +11,7 @@ Who reads what:
 - ``fine_tunes``: the run plan (``xeval.run``: one work item per task and seed holding every test language), the
   ``--set`` checks (a fine-tuning type reads the ``Recipe`` fields, a probe the probe options), ``--mode probe``;
 - ``joint``: the run plan (a probe that reads all its languages in one call is one work item);
+- ``sentence_retrieval``: the run plan (``--control charngram``, a string-similarity baseline, runs these only);
 - ``few_shot``: ``--setting few-shot`` (``xeval.adapters.transfer.few_shot``);
 - ``probe_readout``: ``--mode probe`` (``xeval.adapters.transfer.probe_mode``): how a frozen encoder's features
   are read for a linear head (``words``: the first subword of each word; ``pair``: the pooled pair; ``span``:
@@ -40,6 +41,7 @@ class TaskType:
     joint: bool = False  # a probe that reads all its languages in one call (one work item, not one per language)
     few_shot: bool = False  # ``--setting few-shot`` runs it (k target-language examples after English)
     probe_readout: str | None = None  # ``--mode probe``: "words", "pair" or "span"; None: no probe mode
+    sentence_retrieval: bool = False  # scores sentence vectors by cosine search: the char n-gram baseline runs it
 
 
 _TRANSFER = "xeval.adapters.transfer"
@@ -52,9 +54,11 @@ TASK_TYPES: dict[str, TaskType] = {t.name: t for t in (
              fine_tunes=True, few_shot=True, probe_readout="pair"),
     TaskType("qa", f"{_TRANSFER}.qa", "extractive QA: XQuAD, MLQA, TyDiQA-GoldP", fine_tunes=True,
              probe_readout="span"),
-    TaskType("retrieval", f"{_PROBES}.retrieval", "sentence retrieval: Tatoeba, FLORES-200"),
-    TaskType("heldout_retrieval", f"{_PROBES}.heldout", "retrieval on the engine's own held-out pairs"),
-    TaskType("bitext_mining", f"{_PROBES}.mining", "bitext mining: BUCC 2018"),
+    TaskType("retrieval", f"{_PROBES}.retrieval", "sentence retrieval: Tatoeba, FLORES-200",
+             sentence_retrieval=True),
+    TaskType("heldout_retrieval", f"{_PROBES}.heldout", "retrieval on the engine's own held-out pairs",
+             sentence_retrieval=True),
+    TaskType("bitext_mining", f"{_PROBES}.mining", "bitext mining: BUCC 2018", sentence_retrieval=True),
     TaskType("alignment", f"{_PROBES}.alignment", "word alignment by optimal transport, scored by AER"),
     TaskType("lexicon", f"{_PROBES}.lexicon", "bilingual lexicon induction: MUSE"),
     TaskType("tokenizer_stats", f"{_PROBES}.tokenization", "tokenizer diagnostics per language: FLORES-200"),

@@ -84,9 +84,11 @@ def add_arguments(parser) -> None:
                              "frozen and a linear head on cached features of every layer (--layers; default all)")
     parser.add_argument("--no-cache", action="store_true",
                         help="encode without the on-disk encoding cache ($XEVAL_CACHE or <out>/cache)")
-    parser.add_argument("--control", choices=["random-init"],
+    parser.add_argument("--control", metavar="KIND[,KIND]",
                         help="also evaluate a control: random-init = the same architecture and tokenizer with random "
-                             "weights (stored as <name>-random-init@<hash>; reports show it beside the model)")
+                             "weights (stored as <name>-random-init@<hash>); charngram = TF-IDF over character "
+                             "n-grams, no neural network, sentence retrieval only (stored as charngram@<hash>); "
+                             "both: random-init,charngram. Reports show them beside the model")
     parser.add_argument("--name", metavar="TAG",
                         help="label this run: its results are stored and shown as TAG@<model hash>, so two settings "
                              "of one model are two rows of a table (default: the model folder's name)")
@@ -210,6 +212,12 @@ def run(args) -> int:
     from xeval.run.runner import run as run_suite
 
     args = _merged(args)
+    from xeval.results.controls import check_control
+
+    try:  # an unknown control fails before any model loads
+        args.control = check_control(args.control)
+    except UserError as err:
+        raise UserError(f"--control: {err}") from None
     if not 0 <= args.control_seed < 2**63:  # torch.manual_seed's range
         raise UserError(f"--control-seed: expected an integer in 0..2**63-1, found {args.control_seed}")
     if args.threads is not None and args.threads < 1:

@@ -47,7 +47,7 @@ class RunOptions:
     limit: float | None = None  # --limit F (0 < F < 1): the first ceil(F * n) of each language's n examples
     auto_batch: bool = False  # --batch-size auto: the largest fine-tuning micro-batch that fits the accelerator
     shots: list[int] | None = None  # --setting few-shot: target-language examples per language
-    control: str | None = None  # "random-init": also evaluate the architecture with random weights
+    control: str | None = None  # "random-init", "charngram" or both comma-separated (xeval.results.controls)
     control_seed: int = 0  # torch seed of the control's weights
     threads: int | None = None  # torch CPU threads (None: torch's default, divided among a node's torchrun ranks)
     shard: tuple[int, int] | None = None  # --shard i/N: this process computes the i-th of N parts of the run

@@ -8,6 +8,8 @@ where it stopped (``--overwrite`` recomputes).
 ``control="random-init"`` (``--control random-init``) also evaluates a random-initialised copy of the model
 (``Encoder.random_init``: same config and tokenizer, seeded weights) on every card, right after the model, under
 its own model key (see ``xeval.results.controls``); the printed tables show its headline score in a column of its own.
+``control="charngram"`` adds the char n-gram TF-IDF baseline (``xeval.models.charngram``) on the sentence-retrieval
+cards only (the other cards are skipped for it, with one line saying so); ``"random-init,charngram"`` both.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from xeval.cards.compat import check_mode as check_compat
 from xeval.cards.types import task_type
 from xeval.data.sources import DataRoot
 from xeval.models.devices import check_device, check_dtype
+from xeval.models.charngram import CharNgramModel
 from xeval.models.encoder import Encoder
 from xeval.models.encoding_cache import EncodingCache
 from xeval.models.files import locate_model
 from xeval.results import shards
-from xeval.results.controls import check_control
+from xeval.results.controls import CONTROL_CHARNGRAM, CONTROL_RANDOM_INIT, check_controls
 from xeval.results.memory import MemoryStore
 from xeval.results.store import Store
 from xeval.run import distributed
@@ -102,7 +105,7 @@ def run(opts: RunOptions, echo=None, on_task=None, summary: RunSummary | None = 
 
 
 def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSummary, encoder) -> tuple[list, list]:
-    control = check_control(opts.control)
+    controls = check_controls(opts.control)
     if opts.out is not None:  # None: the Python API with store=None keeps records in memory
         check_output(opts.out, "--out", folder=True)
     for flag, path in (("--export-predictions", opts.export_predictions), ("--export-labels", opts.export_labels)):
@@ -161,17 +164,26 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         for note in notes:
             echo(f"  note: {note}")
     contexts = {encoder.key: ctx}
-    if control is not None:
-        twin = Encoder.random_init(encoder, seed=opts.control_seed)
+    kinds = {}  # control's model key -> its kind
+    for control in controls:
+        twin = _control_model(control, encoder, opts.control_seed)
         # predictions and gold are exported for the model only (the control would overwrite its files)
         contexts[twin.key] = replace(ctx, encoder=twin, export_dir=None, export_labels=None)
+        kinds[twin.key] = control
         if worker.leader:
-            echo(f"control: {twin.key} ({control}, seed {opts.control_seed}, same config and tokenizer)")
+            echo(f"control: {twin.key} ({_control_line(control, opts.control_seed)})")
     # probe mode trains no seeded model: one item per card (its units carry seed 0), whatever --seeds says
     seeds = ctx.seeds if opts.mode == "finetune" else ctx.seeds[:1]
     items = distributed.work_items(chosen, seeds, opts.setting, list(contexts),
                                    fine_tuning=lambda card: task_type(card.type).fine_tunes,
                                    joint=lambda card: task_type(card.type).joint)
+    # the string-similarity baseline scores sentence vectors only: no tagging, QA, word alignment, ...
+    skipped = list(dict.fromkeys(i.card.name for i in items if kinds.get(i.model) == CONTROL_CHARNGRAM
+                                 and not task_type(i.card.type).sentence_retrieval))
+    items = [i for i in items if kinds.get(i.model) != CONTROL_CHARNGRAM or task_type(i.card.type).sentence_retrieval]
+    if skipped and worker.leader:
+        echo(f"  note: control {CONTROL_CHARNGRAM} skipped for {', '.join(skipped)}: it scores sentence retrieval "
+             "only (Tatoeba, FLORES, BUCC, heldout)")
     mine = distributed.plan(items, worker, opts.ddp_finetune)
     manifest = None
     if opts.out is not None and worker.leader:  # what this command is meant to compute, for xeval report's join
@@ -183,7 +195,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
         echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "
              + ", ".join(f"{i.card.name} {_item_label(i)}" for i in mine))
     written = store.written
-    records = _run_items(mine, adapters, contexts, opts, echo, on_task if worker.world == 1 else None,
+    records = _run_items(mine, adapters, contexts, kinds, echo, on_task if worker.world == 1 else None,
                          joint=opts.ddp_finetune)
     recomputed = getattr(store, "recomputed_summary", lambda: None)()
     if recomputed:
@@ -202,7 +214,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if not worker.leader:
         return records, errors
     # the whole run (a shard's part of it), read back in run order from the store
-    records = _run_items(distributed.shard_plan(items, worker, opts.ddp_finetune), adapters, contexts, opts,
+    records = _run_items(distributed.shard_plan(items, worker, opts.ddp_finetune), adapters, contexts, kinds,
                          lambda *_: None, on_task)
     summary.computed += computed
     summary.reused += len(records) - computed
@@ -210,6 +222,19 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if manifest is not None:
         shards.write_manifest(opts.out, **manifest)
     return records, errors
+
+
+def _control_model(control: str, encoder, seed: int):
+    """The stand-in a control evaluates: the random-init twin of ``encoder``, or the char n-gram baseline."""
+    if control == CONTROL_RANDOM_INIT:
+        return Encoder.random_init(encoder, seed=seed)
+    return CharNgramModel(encoder)
+
+
+def _control_line(control: str, seed: int) -> str:
+    if control == CONTROL_RANDOM_INIT:
+        return f"{control}, seed {seed}, same config and tokenizer"
+    return f"{control}: TF-IDF over character 1-4-grams, each side's IDF fitted on its own sentences, no pairs"
 
 
 def _manifest(opts: RunOptions, ctx, suite, chosen, items, mine, worker) -> dict:
@@ -243,15 +268,15 @@ def _item_label(item) -> str:
     return f"({langs}{'' if not item.fine_tuning else f', seed {item.seeds[0]}'})"
 
 
-def _run_items(items, adapters, contexts, opts: RunOptions, echo, on_task=None, joint: bool = False) -> list:
+def _run_items(items, adapters, contexts, kinds: dict, echo, on_task=None, joint: bool = False) -> list:
     """Run work items in order, each under its lock in the store; echo a card's line at its first item (and the
     control's at the control's first); ``on_task`` with a card's records once its last item is done. The run and
     each item are activities of the heartbeat (``xeval.base.console``: what a log file shows while they run)."""
     with console.activity("xeval run", total=len(items), unit="work item") as progress:
-        return _run_counted(items, adapters, contexts, opts, echo, on_task, joint, progress)
+        return _run_counted(items, adapters, contexts, kinds, echo, on_task, joint, progress)
 
 
-def _run_counted(items, adapters, contexts, opts: RunOptions, echo, on_task, joint: bool, progress) -> list:
+def _run_counted(items, adapters, contexts, kinds: dict, echo, on_task, joint: bool, progress) -> list:
     records = []
     model_key = next(iter(contexts))
     for _, task_items in groupby(items, key=lambda i: id(i.card)):  # items come grouped by card, in suite order
@@ -264,7 +289,7 @@ def _run_counted(items, adapters, contexts, opts: RunOptions, echo, on_task, joi
                     langs = [lang for i in task_items if i.model == item.model for lang in i.langs]
                     echo(f"- {item.card.name} ({item.card.type}): {', '.join(dict.fromkeys(langs))}")
                 else:
-                    echo(f"  {item.card.name}: control ({opts.control})")
+                    echo(f"  {item.card.name}: control ({kinds[item.model]})")
             # ranks training together: only rank 0 locks (a rank waiting on the lock would stall the all-reduce)
             locking = not ctx.ddp_finetune or collectives.rank_world()[0] == 0
             label = f"{item.card.name}{'' if item.model == model_key else ' control'} {_item_label(item)}"

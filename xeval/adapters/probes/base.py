@@ -66,6 +66,8 @@ def probe_layers(card, ctx) -> list[int]:
     ``recipe.layer_for_depth[num_layers]`` or ``recipe.layer``, read as hidden_states indices); else every layer
     (also when the card's default does not exist in this model, e.g. layer 7 of a 4-layer model).
     """
+    if not getattr(ctx.encoder, "layered", True):  # the char n-gram baseline has no hidden states
+        return [None]
     n = ctx.encoder.num_layers
     spec = ctx.layers
     if spec is None:
@@ -84,7 +86,10 @@ def probe_layers(card, ctx) -> list[int]:
 
 
 def default_layer(card, ctx) -> int | None:
-    """The card's fixed layer for this model's depth (``layer_for_depth`` / ``layer``), None when it names none."""
+    """The card's fixed layer for this model's depth (``layer_for_depth`` / ``layer``), None when it names none (or
+    the encoder has no layers)."""
+    if not getattr(ctx.encoder, "layered", True):
+        return None
     spec = _card_default({k: v for k, v in (card.recipe or {}).items() if k != "layers"}, ctx.encoder.num_layers)
     return spec[0] if isinstance(spec, list) else None
 
@@ -120,6 +125,15 @@ def probe_options(card, ctx, extra: dict | None = None) -> dict:
     out["cache"] = getattr(ctx, "cache", None)  # the run's encoding cache (None outside a run)
     out["prefix"] = resolve_prefix(out.get("prefix"), pipeline)
     return out
+
+
+def sentence_config(options: dict, encoder) -> dict:
+    """The config entries of how a sentence probe makes its vectors: pooling, special tokens, max length and prefix
+    for a model; for the char n-gram baseline (``xeval.models.charngram``) its vectorizer and what it is fitted on."""
+    if not getattr(encoder, "layered", True):
+        return encoder.probe_config()
+    return {"pooling": options["pooling"], "include_special": bool(options["include_special"]),
+            "max_length": max_length(options, encoder), **prefix_config(options)}
 
 
 def resolve_prefix(given: str | None, sentence_pipeline=None) -> str:
@@ -371,6 +385,17 @@ def encoding_cache(options: dict):
     if options.get("cache") is not None:
         return options["cache"]
     return EncodingCache(os.environ.get("XEVAL_CACHE"))
+
+
+def side_vectors(encoder, sides: list[list[str]], layers: list, options: dict) -> list[list]:
+    """Per layer, one vector matrix per side (a probe's query and candidate sentences): a model encodes all sides in
+    one pass (``sentence_vectors``: dense [N, H] float32, not normalised); the char n-gram baseline (``layers`` is
+    [None]) gives sparse TF-IDF rows, each side's IDF fitted on that side alone (``CharNgramModel.side_vectors``)."""
+    if not getattr(encoder, "layered", True):
+        return [encoder.side_vectors(sides)]
+    vectors = sentence_vectors(encoder, [t for side in sides for t in side], layers, options)  # [L, sum N, H]
+    bounds = np.cumsum([0] + [len(side) for side in sides])
+    return [[vectors[row, a:b] for a, b in zip(bounds[:-1], bounds[1:])] for row in range(len(layers))]
 
 
 def sentence_vectors(encoder, texts: list[str], layers: list[int], options: dict) -> np.ndarray:

@@ -79,12 +79,10 @@ def run(card, langs, ctx) -> list:
     pairs = heldout_pairs(config, limit)
     layers = probes.probe_layers(card, ctx)
     probe_config = {
-        "probe": "heldout", "pooling": options["pooling"], "include_special": bool(options["include_special"]),
-        "max_length": probes.max_length(options, ctx.encoder), "max_pairs": limit,
+        "probe": "heldout", **probes.sentence_config(options, ctx.encoder), "max_pairs": limit,
         "similarity": "cosine: inner product of L2-normalised float32 vectors",
         "xsim": "xsim_* = error rate (%) of LASER's ratio-margin nearest neighbour, k=4",
         "official_direction": "en->xx (English queries, xx indexed)",
-        **probes.prefix_config(options),
     }
     data = {k: config["data"].get(k) for k in ("root", "layout", "parallel", "monolingual", "languages", "clean")}
     records = []

@@ -101,10 +101,9 @@ def mine_layers(encoder, corpus, layers: list[int], options: dict, k: int = K, t
     src_texts, src_ids = unify(corpus.src)
     tgt_texts, tgt_ids = unify(corpus.tgt)
     gold = {(s, t) for s, t in corpus.gold}
-    vectors = probes.sentence_vectors(encoder, src_texts + tgt_texts, layers, options)  # [L, Ns+Nt, H]
-    n = len(src_texts)
-    for row, layer in enumerate(layers):
-        mined = ratio_margin_candidates(vectors[row, :n], vectors[row, n:], k)
+    sides = probes.side_vectors(encoder, [src_texts, tgt_texts], layers, options)  # per layer [source, target]
+    for layer, (src, tgt) in zip(layers, sides):
+        mined = ratio_margin_candidates(src, tgt, k)
         candidates = [(src_ids[s], tgt_ids[t], score) for s, t, score in mined
                       if src_ids[s] is not None and tgt_ids[t] is not None]
         threshold = thresholds[layer] if thresholds is not None else best_threshold(candidates, gold)
@@ -116,15 +115,13 @@ def run(card, langs, ctx) -> list:
     options = probes.probe_options(card, ctx)
     config = {
         "probe": "bucc2018",
-        "pooling": options["pooling"],
-        "include_special": bool(options["include_special"]),
-        "max_length": probes.max_length(options, ctx.encoder),
+        **probes.sentence_config(options, ctx.encoder),
         "margin": "ratio",
         "k": K,
         "retrieval": "max (both directions, greedy one-to-one)",
-        "index": "faiss.IndexFlatIP (exact cosine)",
+        "index": "faiss.IndexFlatIP (exact cosine)" if getattr(ctx.encoder, "layered", True) else
+                 "exact sparse inner product (the same ranking)",
         "threshold": "tuned on the dev gold, applied to test at the same layer (XTREME's protocol)",
-        **probes.prefix_config(options),
     }
     tuned: dict[tuple[str, int], float] = {}  # (language, layer) -> dev threshold, from this run
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from xeval.adapters.probes import base as probes
 from xeval.cards import label_free as unscored
@@ -39,7 +40,12 @@ EXTRA_OPTIONS = {"center": False, "xsim": False}
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Row-wise L2-normalised float32 copy of x [N, H] (zero rows stay zero)."""
+    """Row-wise L2-normalised float32 copy of x [N, H] (zero rows stay zero); a scipy sparse x stays sparse (CSR:
+    the char n-gram baseline's TF-IDF rows, ``xeval.models.charngram``)."""
+    if sparse.issparse(x):
+        from sklearn.preprocessing import normalize
+
+        return normalize(x.astype(np.float32).tocsr(), norm="l2", axis=1, copy=True)
     x = np.array(x, dtype=np.float32, copy=True, order="C")
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     np.divide(x, norms, out=x, where=norms > 0)
@@ -50,7 +56,12 @@ def search(queries: np.ndarray, database: np.ndarray, k: int = 1, normalize: boo
     """Exact k-nearest neighbours by cosine: FAISS ``IndexFlatIP`` over (normalised) float32 vectors.
 
     queries [Nq, H], database [Nd, H] -> (similarities [Nq, k] float32, indices [Nq, k] int64), best first.
+    Sparse rows (scipy) are searched by ``sparse_search``: the same exact cosine ranking.
     """
+    if sparse.issparse(queries) or sparse.issparse(database):
+        q = l2_normalize(queries) if normalize else sparse.csr_matrix(queries, dtype=np.float32)
+        d = l2_normalize(database) if normalize else sparse.csr_matrix(database, dtype=np.float32)
+        return sparse_search(q, d, k)
     import faiss
 
     q = l2_normalize(queries) if normalize else np.ascontiguousarray(queries, dtype=np.float32)
@@ -58,6 +69,28 @@ def search(queries: np.ndarray, database: np.ndarray, k: int = 1, normalize: boo
     index = faiss.IndexFlatIP(d.shape[1])
     index.add(d)
     return index.search(q, min(k, d.shape[0]))
+
+
+def sparse_search(queries, database, k: int = 1, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k-nearest neighbours by inner product of sparse rows (2**20 hashed n-gram features do not fit FAISS's
+    dense index): queries [Nq, F] and database [Nd, F] scipy CSR -> (similarities [Nq, k] float32, indices [Nq, k]
+    int64), best first, ties to the lower index. Query rows go in chunks so only [chunk, Nd] is ever dense."""
+    k = min(k, database.shape[0])
+    sims = np.zeros((queries.shape[0], k), dtype=np.float32)
+    idx = np.zeros((queries.shape[0], k), dtype=np.int64)
+    db_t = database.T.tocsc()
+    for start in range(0, queries.shape[0], chunk):
+        block = np.asarray((queries[start:start + chunk] @ db_t).todense(), dtype=np.float32)  # [chunk, Nd]
+        order = np.argsort(-block, axis=1, kind="stable")[:, :k]
+        idx[start:start + len(block)] = order
+        sims[start:start + len(block)] = np.take_along_axis(block, order, axis=1)
+    return sims, idx
+
+
+def dense_similarities(queries, database) -> np.ndarray:
+    """All cosines [Nq, Nd] float32 of rows already L2-normalised, dense or sparse."""
+    sims = queries @ database.T
+    return np.asarray(sims.todense() if sparse.issparse(sims) else sims, dtype=np.float32)
 
 
 def top1(queries: np.ndarray, database: np.ndarray) -> np.ndarray:
@@ -117,7 +150,7 @@ def margin_predictions(queries: np.ndarray, database: np.ndarray, k: int = 4) ->
     mean cos of y to its k nearest query rows) / 2), k = 4 as xsim's default. queries [Nq, H], database [Nd, H] ->
     int64 [Nq]. Dense: FLORES/Tatoeba sides are ~1,000 sentences."""
     q, d = l2_normalize(queries), l2_normalize(database)
-    sims = q @ d.T  # [Nq, Nd] cosine
+    sims = dense_similarities(q, d)  # [Nq, Nd] cosine
     kq, kd = min(k, sims.shape[1]), min(k, sims.shape[0])
     knn_q = -np.sort(-sims, axis=1)[:, :kq].mean(axis=1)  # [Nq] each query's k nearest database rows
     knn_d = -np.sort(-sims, axis=0)[:kd, :].mean(axis=0)  # [Nd] each database row's k nearest queries
@@ -158,16 +191,14 @@ class Retrieved:
 def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: list[int], options: dict):
     """Yield a ``Retrieved`` for every layer, from one encoding of both sides. ``options["center"]``: also score
     after centring each side on its own mean (raw and centred both reported; the prediction file stays raw)."""
-    vectors = probes.sentence_vectors(encoder, list(xx_texts) + list(en_texts), layers, options)  # [L, 2N, H]
-    n = len(xx_texts)
-    for row, layer in enumerate(layers):
-        xx, en = vectors[row, :n], vectors[row, n:]
+    sides = probes.side_vectors(encoder, [list(xx_texts), list(en_texts)], layers, options)  # per layer [xx, en]
+    for layer, (xx, en) in zip(layers, sides):
         en2xx, xx2en = both_directions(xx, en)
         metrics = direction_scores(en2xx, xx2en)
         if options.get("xsim"):
             metrics.update(xsim_scores(xx, en))
         centered = None
-        if options.get("center"):
+        if options.get("center") and not sparse.issparse(xx):  # centring densifies 2**20 n-gram features: not run
             centered = both_directions(center(xx), center(en))
             metrics.update({f"centered_{k}": v for k, v in direction_scores(*centered).items()})
         # inputs: each line's English query (the official en->xx direction) and the sentence it should find
@@ -177,17 +208,17 @@ def tatoeba_layers(encoder, xx_texts: list[str], en_texts: list[str], layers: li
 
 def run(card, langs, ctx) -> list:
     options = probes.probe_options(card, ctx, extra=EXTRA_OPTIONS)
+    layered = getattr(ctx.encoder, "layered", True)
+    if not layered:
+        options = {**options, "center": False}  # see tatoeba_layers: no centred scores for sparse n-gram rows
     config = {
         "probe": "tatoeba",
-        "pooling": options["pooling"],
-        "include_special": bool(options["include_special"]),
-        "max_length": probes.max_length(options, ctx.encoder),
+        **probes.sentence_config(options, ctx.encoder),
         "similarity": "cosine: inner product of L2-normalised float32 vectors",
-        "index": "faiss.IndexFlatIP (exact)",
+        "index": "faiss.IndexFlatIP (exact)" if layered else "exact sparse inner product (the same ranking)",
         "official_direction": "en->xx (English queries, xx indexed)",
         **({"center": "centered_* metrics: each side minus its own mean vector"} if options["center"] else {}),
         **({"xsim": "xsim_* = error rate (%) of LASER's ratio-margin nearest neighbour, k=4"} if options["xsim"] else {}),
-        **probes.prefix_config(options),
     }
 
     def evaluate(lang, pairs, layers):

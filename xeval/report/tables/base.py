@@ -6,7 +6,9 @@ on controls). The tables themselves are one module each beside this one; ``xeval
 Scores are averaged in this order everywhere: seeds first (per language), then languages, then tasks.
 
 Controls (``xeval run --control random-init``, see ``xeval.results.controls``) are rows of their own, labelled
-"<model> (random init)" and placed right after their model's rows; they never compete for bold.
+"<model> (random init)" and placed right after their model's rows; they never compete for bold. The char n-gram
+baseline (``--control charngram``) owes nothing to its model: its row is "char n-gram TF-IDF", after the model it
+ran beside (it has no layer: the same row whichever layer the model's rows show).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from xeval.report.frame import (
     xtreme_task,
 )
 from xeval.results.controls import LABELS as CONTROL_LABELS
-from xeval.results.controls import control_parents
+from xeval.results.controls import MODEL_FREE, NOTES, control_parents
 from xeval.results.layers import (
     SELECTION_SPLIT,
     LayerChoice,
@@ -211,8 +213,12 @@ class Results:
         return f"layer: {'; '.join(rules)}" if rules else None
 
     def _label_controls(self) -> None:
-        """A control's label is its model's plus "(random init)"; the full key where that is ambiguous."""
+        """A control's label is its model's plus "(random init)" (the char n-gram baseline's: "char n-gram TF-IDF");
+        the full key where that is ambiguous."""
         for key, (parent, kind) in self.controls.items():
+            if kind in MODEL_FREE:
+                self.labels[key] = CONTROL_LABELS[kind]
+                continue
             base = self.labels.get(parent) or (parent or key).split("@", 1)[0]
             self.labels[key] = f"{base} ({CONTROL_LABELS[kind]})"
         values = list(self.labels.values())
@@ -228,7 +234,8 @@ class Results:
                             + ", ".join(repr(v) for v in dict.fromkeys(self.labels.values())))
         for key, label in list(self.labels.items()):
             new = rename.get(key, rename.get(label))
-            if new is None and key in self.controls:  # a control follows its model's new name
+            if new is None and key in self.controls and self.controls[key][1] not in MODEL_FREE:
+                # a control follows its model's new name
                 parent = self.controls[key][0]
                 base = rename.get(parent, rename.get(model_labels([parent]).get(parent, "")))
                 if base:
@@ -294,10 +301,8 @@ def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame
 
 
 def control_note(results: Results) -> list[str]:
-    if not results.controls:
-        return []
-    return ["(random init) = the same architecture and tokenizer with random weights (xeval run --control "
-            "random-init): the score a model gets without pre-training"]
+    kinds = {kind for _, kind in results.controls.values()}
+    return [NOTES[kind] for kind in NOTES if kind in kinds]
 
 
 def layer_sweep(frame: pd.DataFrame) -> pd.DataFrame:
