@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from xeval.cards.label_free import LABEL as UNSCORED
 from xeval.report.frame import headline_metric, with_compat_setting
-from xeval.results.controls import LABELS, control_parents
+from xeval.results.controls import CONTROLS, LABELS, MODEL_FREE, control_parents
 from xeval.results.layers import (
     SELECTION_SPLIT,
     choose_layers,
@@ -54,13 +54,15 @@ def _grid(title: str, header: list[str], body: list[list[str]]) -> str:
 
 
 def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | None = None,
-                       control_label: str = "", choice=None) -> str:
+                       control_label: str = "", choice=None, flat: dict | None = None) -> str:
     """A probe run over several layers as ONE compact table: a row per language (pair), a column per layer, the
     headline metric in each cell (AER for word alignment, en→xx accuracy for Tatoeba, ...), an ``avg`` row over the
     reported split and, when the selection split ran, an ``avg (dev)`` row over it. ``choice`` (a
     ``xeval.results.layers.LayerChoice``) is the layer the probe is reported at: chosen on the selection split,
     never on the reported one, and the title says how. ``control`` ({layer: rows} of a ``--control``) adds its
-    ``avg`` row. Label-free rows (XTREME's download) read "unscored"."""
+    ``avg`` row; ``flat`` ({label: rows} of a control without layers: the char n-gram baseline) an ``avg`` row
+    with its one number under every layer, a floor as a horizontal line is in the figure. Label-free rows
+    (XTREME's download) read "unscored"."""
     layers = sorted(by_layer)
     names = [m for rows in by_layer.values() for metrics in rows.values() for m in metrics if m != "n"]
     head = headline_metric(task, names) if names else None
@@ -97,6 +99,10 @@ def format_layer_table(task: str, setting: str, by_layer: dict, control: dict | 
             values = [control[layer][key][head][0] for key in shown if head in control.get(layer, {}).get(key, {})]
             cells.append(f"{statistics.fmean(values):.1f}" if len(values) == len(shown) else "")
         body.append([f"avg ({control_label})", ""] + cells)
+    for flat_label, rows in (flat or {}).items() if head else ():
+        values = [rows[key][head][0] for key in shown if head in rows.get(key, {})]
+        cell = f"{statistics.fmean(values):.1f}" if values and len(values) == len(shown) else ""
+        body.append([f"avg ({flat_label}, no layers)", ""] + [cell] * len(layers))
     body += [row(*key) for key in selection]
     if head and selection:
         body.append([f"avg ({SELECTION_SPLIT}{', ' + source if source else ''})", ""] + averages(selection))
@@ -113,8 +119,15 @@ def format_tables(records) -> str:
     records = with_compat_setting(probe_mode_chosen(list(records)))
     parents = control_parents(records)
     main = [r for r in records if r.unit.model not in parents] or records
-    controls = summarise([r for r in records if r.unit.model in parents]) if len(main) < len(records) else {}
-    kinds = sorted({kind for _, kind in parents.values()})
+    by_kind = {}  # control kind -> its summary (a control's keys have its own layers: None for char n-grams)
+    if len(main) < len(records):
+        for kind in CONTROLS:
+            mine = [r for r in records if parents.get(r.unit.model, (None, None))[1] == kind]
+            if mine:
+                by_kind[kind] = summarise(mine)
+    layered_kinds = [k for k in by_kind if k not in MODEL_FREE]
+    controls = {key: rows for k in layered_kinds for key, rows in by_kind[k].items()}
+    kinds = sorted(layered_kinds)
     blocks = []
     summary = summarise(main)
     choices = {task: choice for (model, task), (choice, _) in choose_layers(main).items()}
@@ -130,8 +143,10 @@ def format_tables(records) -> str:
                 shown.add((task, setting))
                 twin = {k[2]: v for k, v in controls.items()
                         if k[:2] == (task, setting) and k[2] is not None and k[3] != "probe"}
+                flat = {LABELS[k]: by_kind[k][(task, setting, None, "finetune")] for k in by_kind
+                        if k in MODEL_FREE and (task, setting, None, "finetune") in by_kind[k]}
                 blocks.append(format_layer_table(task, setting, layered[(task, setting)], twin,
-                                                 ", ".join(LABELS[k] for k in kinds), choices.get(task)))
+                                                 ", ".join(LABELS[k] for k in kinds), choices.get(task), flat))
             continue
         # every language's metrics: a label-free language (no metrics) listed first must not hide the others'
         names = list(dict.fromkeys(m for v in rows.values() for m in v if m != "n"))
@@ -145,10 +160,12 @@ def format_tables(records) -> str:
         else:
             title = f"{task} ({setting}{'' if layer is None else f', layer {layer}'}; {seeds} seed{'s' * (seeds > 1)})"
         header = ["lang", "split", "n"] + names
-        control = controls.get((task, setting, layer, mode))
-        if control:
-            head = headline_metric(task, names)
-            header.append(f"{head} ({', '.join(LABELS[k] for k in kinds)})")
+        # a column per control kind: the random-init twin at the model's layer, the char n-gram rows (no layer)
+        columns = [(LABELS[k], by_kind[k].get((task, setting, None if k in MODEL_FREE else layer, mode)))
+                   for k in by_kind]
+        columns = [(label, rows) for label, rows in columns if rows]
+        head = headline_metric(task, names) if columns else None
+        header += [f"{head} ({label})" for label, _ in columns]
         body = []
         for (lang, split), metrics in sorted(rows.items()):
             cells = [lang, split, str(metrics["n"][0])]
@@ -157,7 +174,7 @@ def format_tables(records) -> str:
                 continue
             for name in names:
                 cells.append(_cell(metrics.get(name, (float("nan"), 0.0, 0))))
-            if control:
+            for _, control in columns:
                 cells.append(_cell(control.get((lang, split), {}).get(head, (float("nan"), 0.0, 0))))
             body.append(cells)
         splits = sorted({split for _, split in rows})
@@ -166,7 +183,7 @@ def format_tables(records) -> str:
             for name in names:
                 values = [m[name][0] for m in rows.values() if name in m]
                 avg.append(f"{statistics.fmean(values):.1f}")
-            if control:
+            for _, control in columns:
                 values = [control.get(key, {}).get(head, (float("nan"),))[0] for key in rows]
                 avg.append(f"{statistics.fmean(values):.1f}")
             body.append(avg)

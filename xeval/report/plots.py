@@ -64,7 +64,8 @@ def _layer_mark(choice) -> tuple[str, dict]:
 def plot_layers(results: Results, width="column"):
     """Score vs layer, one line per model; each model's reported layer marked: a star where the selection split
     chose it (never the plotted split), else a hollow diamond naming the rule; a control (``--control random-init``)
-    as a dashed line in its model's colour. (Probes are deterministic: one value per layer, no error bars.)"""
+    as a dashed line in its model's colour; the char n-gram baseline (``--control charngram``, no layers) as a
+    dotted grey horizontal line. (Probes are deterministic: one value per layer, no error bars.)"""
     opts = options(width)
     data = sweeps(results)
     if not data:
@@ -77,6 +78,10 @@ def plot_layers(results: Results, width="column"):
         line_styles = styles(list(sweep.index), controls)
         for model, row in sweep.iterrows():
             row = row.dropna()
+            if model in sweep.attrs.get("flat", ()):  # no layers (the char n-gram baseline): a horizontal floor
+                ax.axhline(float(row.iloc[0]), label=f"{model} (no layers)", color="0.35", linestyle=":",
+                           linewidth=1.2)
+                continue
             color = line_styles[model]["color"]
             ax.plot(row.index, row.values, label=model, markersize=4, linewidth=1.2, **line_styles[model])
             choice = results.layer_choice(task, model)  # never chosen on this curve

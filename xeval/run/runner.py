@@ -31,8 +31,8 @@ from xeval.cards.catalog import load_suite
 from xeval.cards.compat import check_mode as check_compat
 from xeval.cards.types import task_type
 from xeval.data.sources import DataRoot
-from xeval.models.devices import check_device, check_dtype
 from xeval.models.charngram import CharNgramModel
+from xeval.models.devices import check_device, check_dtype
 from xeval.models.encoder import Encoder
 from xeval.models.encoding_cache import EncodingCache
 from xeval.models.files import locate_model

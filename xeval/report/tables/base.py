@@ -35,7 +35,7 @@ from xeval.report.frame import (
     xtreme_task,
 )
 from xeval.results.controls import LABELS as CONTROL_LABELS
-from xeval.results.controls import MODEL_FREE, NOTES, control_parents
+from xeval.results.controls import CONTROLS, MODEL_FREE, NOTES, control_parents
 from xeval.results.layers import (
     SELECTION_SPLIT,
     LayerChoice,
@@ -173,7 +173,8 @@ class Results:
             self.chosen_layers[key] = choice.layer
             self.layer_rules[key] = choice
             keep.append(group[group["layer"] == choice.layer])
-        return pd.concat(keep, ignore_index=True)
+        # in the frame's own order: a row without layers (the char n-gram baseline) stays after its model's rows
+        return pd.concat(keep).sort_index(kind="stable").reset_index(drop=True)
 
     @staticmethod
     def _selection_curve(key, group: pd.DataFrame, full: pd.DataFrame) -> LayerCurve | None:
@@ -294,7 +295,8 @@ def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame
     for model in models:
         if model not in controls:
             order.append(model)
-            order += [c for c in models if controls.get(c, (None,))[0] == model]
+            mine = [c for c in models if controls.get(c, (None,))[0] == model]
+            order += sorted(mine, key=lambda c: CONTROLS.index(controls[c][1]))  # random init, then char n-grams
     order += [m for m in models if m not in order]  # controls whose model is not in the runs
     rank = {m: i for i, m in enumerate(order)}
     return frame.sort_values("model", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)

@@ -9,6 +9,7 @@ import pandas as pd
 from xeval.base.errors import UserError
 from xeval.report.frame import NO_LAYER, headline_metric, lower_is_better
 from xeval.report.tables.base import Results, Table, control_note, layer_sweep, probe_tasks
+from xeval.results.controls import MODEL_FREE
 
 
 def sweeps(results: Results) -> dict[str, pd.DataFrame]:
@@ -17,13 +18,42 @@ def sweeps(results: Results) -> dict[str, pd.DataFrame]:
     for task in probe_tasks(results):
         frame = results.sweep[(results.sweep["task"] == task) & (results.sweep["layer"] != NO_LAYER)]
         metric = headline_metric(task, frame["metric"])
-        rows = {}
+        rows, flat = {}, {}
         for (model, setting), group in frame.groupby(["model", "setting"], sort=False):
+            if model not in results.controls:  # a model's baseline rows follow its random-init rows
+                rows.update(flat)
+                flat = _flat_rows(results, task, metric, model, setting)
             rows[results.row(model, setting)] = layer_sweep(group).loc[metric]
+        rows.update(flat)
         table = pd.DataFrame(rows).T.sort_index(axis=1)
         table.index.name = "model"
         table.attrs["metric"] = metric
+        table.attrs["flat"] = {label for label in rows if label in _flat_labels(results)}
         out[task] = table
+    return out
+
+
+def _flat_labels(results: Results) -> set[str]:
+    return {results.labels.get(key, key) for key, (_, kind) in results.controls.items() if kind in MODEL_FREE}
+
+
+def _flat_rows(results: Results, task: str, metric: str, model: str, setting: str) -> dict[str, pd.Series]:
+    """The rows of a control without layers run beside ``model`` (the char n-gram baseline): its one language mean
+    under every layer of the model's sweep, a floor the curves are read against (a horizontal line in the figure)."""
+    out = {}
+    for key, (parent, kind) in results.controls.items():
+        if parent != model or kind not in MODEL_FREE:
+            continue
+        rows = results.sweep[(results.sweep["model"] == key) & (results.sweep["task"] == task)
+                             & (results.sweep["setting"] == setting) & (results.sweep["layer"] == NO_LAYER)
+                             & (results.sweep["metric"] == metric)]
+        if rows.empty:
+            continue
+        layers = sorted(int(k) for k in results.sweep[(results.sweep["model"] == model)
+                                                      & (results.sweep["task"] == task)
+                                                      & (results.sweep["layer"] != NO_LAYER)]["layer"].unique())
+        value = float(rows.groupby("lang")["value"].mean().mean())  # seeds first (one: probes), then languages
+        out[results.row(key, setting)] = pd.Series(value, index=layers, dtype=float)
     return out
 
 
