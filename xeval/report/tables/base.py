@@ -34,8 +34,8 @@ from xeval.report.frame import (
     shown_records,
     xtreme_task,
 )
-from xeval.results.controls import LABELS as CONTROL_LABELS
 from xeval.results.controls import CONTROLS, MODEL_FREE, NOTES, control_parents
+from xeval.results.controls import LABELS as CONTROL_LABELS
 from xeval.results.layers import (
     SELECTION_SPLIT,
     LayerChoice,
