@@ -9,7 +9,7 @@ import torch
 from tests.helpers.tiny import make_tiny_bert
 from xeval.base.errors import ConfigError
 from xeval.models.encoder import Encoder, state_hash
-from xeval.results.controls import check_control, control_parents
+from xeval.results.controls import check_control, check_controls, control_parents
 from xeval.results.store import Record, Store, Unit
 
 
@@ -75,6 +75,14 @@ def test_unknown_control_is_a_config_error():
     assert check_control(None) is None and check_control("random-init") == "random-init"
     with pytest.raises(ConfigError, match="unknown control 'shuffled'"):
         check_control("shuffled")
+    with pytest.raises(ConfigError, match="unknown control 'shuffled'"):
+        check_control("random-init,shuffled")
+
+
+def test_several_controls_comma_separated_each_once():
+    assert check_controls("random-init, charngram,random-init") == ("random-init", "charngram")
+    assert check_control("charngram,random-init") == "charngram,random-init"
+    assert check_controls(None) == ()
 
 
 def test_control_parents_from_records():
@@ -153,10 +161,8 @@ def test_cli_control_flag_and_bad_value(tiny, data_root, tmp_path, capsys):
     args = ["run", "--model", tiny.spec, "--suite", "probes", "--tasks", "tatoeba", "--langs", "de",
             "--data", str(data_root), "--out", str(tmp_path / "runs"), "--layers", "0,2", "--max-eval", "20",
             "--threads", "1"]
-    with pytest.raises(SystemExit) as err:
-        main([*args, "--control", "nonsense"])
-    assert err.value.code == 2
-    capsys.readouterr()
+    assert main([*args, "--control", "nonsense"]) == 2  # one line, before any model loads
+    assert "--control: unknown control 'nonsense'" in capsys.readouterr().err
     assert main([*args, "--control", "random-init", "--control-seed", "5"]) == 0
     printed = capsys.readouterr().out
     assert "avg (random init)" in printed and "random init: layer" in printed

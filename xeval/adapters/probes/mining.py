@@ -41,10 +41,10 @@ def ratio_margin_candidates(x: np.ndarray, y: np.ndarray, k: int = K) -> list[tu
     x2y_mean, y2x_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
     fwd = x2y_sim / ((x2y_mean[:, None] + y2x_mean[x2y_ind]) / 2)  # margins of each source's k candidates
     bwd = y2x_sim / ((y2x_mean[:, None] + x2y_mean[y2x_ind]) / 2)
-    fwd_best = x2y_ind[np.arange(len(x)), fwd.argmax(axis=1)]
-    bwd_best = y2x_ind[np.arange(len(y)), bwd.argmax(axis=1)]
-    src = np.concatenate([np.arange(len(x)), bwd_best])
-    tgt = np.concatenate([fwd_best, np.arange(len(y))])
+    fwd_best = x2y_ind[np.arange(x.shape[0]), fwd.argmax(axis=1)]
+    bwd_best = y2x_ind[np.arange(y.shape[0]), bwd.argmax(axis=1)]
+    src = np.concatenate([np.arange(x.shape[0]), bwd_best])
+    tgt = np.concatenate([fwd_best, np.arange(y.shape[0])])
     scores = np.concatenate([fwd.max(axis=1), bwd.max(axis=1)])
     seen_src, seen_tgt, out = set(), set(), []
     for i in np.argsort(-scores, kind="stable"):

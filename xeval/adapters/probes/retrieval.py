@@ -161,7 +161,7 @@ def margin_predictions(queries: np.ndarray, database: np.ndarray, k: int = 4) ->
 def xsim_scores(xx: np.ndarray, en: np.ndarray, k: int = 4) -> dict[str, float]:
     """xsim-style error rates (percent of queries whose margin-nearest neighbour is not their translation), both
     directions and their mean; ``xsim`` = en→xx like ``accuracy``."""
-    gold = np.arange(len(xx))
+    gold = np.arange(xx.shape[0])
     en_xx = 100.0 - accuracy(margin_predictions(en, xx, k), gold)
     xx_en = 100.0 - accuracy(margin_predictions(xx, en, k), gold)
     return {"xsim": en_xx, "xsim_en_xx": en_xx, "xsim_xx_en": xx_en, "xsim_mean": (en_xx + xx_en) / 2}
