@@ -173,10 +173,14 @@ def test_heldout_probe_reads_the_runs_own_heldout_pairs(tmp_path, data_root, min
     runs = tmp_path / "runs"
     base = ["run", "--model", str(out), "--suite", "engine", "--tasks", "heldout", "--data", str(data_root),
             "--out", str(runs), "--layers", "all", "--threads", "1"]
-    assert main([*base, "--control", "random-init"]) == 0
+    assert main([*base, "--control", "random-init,charngram"]) == 0
     records = [r for r in Store(runs).records() if r.unit.task == "heldout"]
-    assert {r.unit.split for r in records} == {"heldout"} and len(records) == 2 * 3  # model + control, 3 layers
+    # model + random-init control, 3 layers each; the char n-gram baseline once, without a layer
+    assert {r.unit.split for r in records} == {"heldout"} and len(records) == 2 * 3 + 1
     assert all(r.n_examples == len(pairs["de"]) and "xsim" in r.metrics for r in records)
+    [baseline] = [r for r in records if r.unit.layer is None]
+    assert baseline.model["control"] == "charngram" and baseline.data["n"] == len(pairs["de"])
+    assert 0.0 <= baseline.metrics["accuracy"] <= 100.0 and "per side" in baseline.config["fitted_on"]
     capsys.readouterr()
     assert main(["run", "--model", str(minilm_dir), "--suite", "engine", "--tasks", "heldout",
                  "--data", str(data_root), "--out", str(tmp_path / "r2")]) == 2
