@@ -15,7 +15,7 @@ from xeval.report.gate import baseline_entries
 from xeval.report.tables.base import Results
 from xeval.report.tables.language_table import language_tables
 from xeval.report.tables.layer_table import layer_tables, sweeps
-from xeval.results.store import Record
+from xeval.results.store import Record, Unit
 
 CA = "alpha-random-init@cccccccccccc"
 
@@ -119,3 +119,55 @@ def test_cli_report_shows_the_control(records, tmp_path, capsys):
     assert main(["report", str(run), "--table", "layers"]) == 0
     out = capsys.readouterr().out
     assert "| alpha (random init) | tatoeba | accuracy |" in out
+
+
+# ------------------------------------------------------------------ the char n-gram baseline (no layers)
+
+CN = "charngram@dddddddddddd"
+
+
+def charngram_of(parent=A, de=20.0, zh=2.0):
+    """Tatoeba test records of the baseline beside ``parent``: no layer, no dev split (nothing to choose)."""
+    return [Record(unit=Unit(model=CN, task="tatoeba", lang=lang, split="test", seed=0, layer=None,
+                             config_hash="0123456789ab"),
+                   metrics={"accuracy": v, "accuracy_en_xx": v, "accuracy_xx_en": v - 1}, n_examples=10,
+                   model={"control": "charngram", "parent": {"key": parent}})
+            for lang, v in (("de", de), ("zh", zh))]
+
+
+@pytest.fixture
+def with_baseline(records):
+    return charngram_of() + records  # first in store order: the report puts it after alpha and its control
+
+
+def test_baseline_row_is_labelled_by_itself_after_the_model_and_its_control(with_baseline):
+    results = Results(with_baseline)
+    assert results.labels[CN] == "char n-gram TF-IDF"
+    [tatoeba] = [t for t in language_tables(results) if t.key == "languages:tatoeba"]
+    models = list(dict.fromkeys(tatoeba.mean.index.get_level_values("model")))
+    assert models == ["alpha · L2", "alpha (random init) · L2", "char n-gram TF-IDF", "beta · L1"]
+    assert tatoeba.controls == {"alpha (random init) · L2", "char n-gram TF-IDF"}
+    assert tatoeba.mean.loc[("char n-gram TF-IDF", "accuracy_en_xx"), "avg"] == pytest.approx(11.0)
+    assert any("never on a pair" in note for note in tatoeba.notes)
+    # a --rename of the model renames its random-init control, not the baseline (it is no model's)
+    renamed = Results(with_baseline, rename={"alpha": "A"})
+    assert renamed.labels[CA] == "A (random init)" and renamed.labels[CN] == "char n-gram TF-IDF"
+
+
+def test_baseline_is_a_flat_row_of_the_layer_sweep_and_a_horizontal_line(with_baseline):
+    results = Results(with_baseline)
+    sweep = sweeps(results)["tatoeba"]
+    assert list(sweep.index) == ["alpha", "alpha (random init)", "char n-gram TF-IDF", "beta"]
+    assert list(sweep.loc["char n-gram TF-IDF"]) == [11.0] * 4  # its one mean under each of alpha's 4 layers
+    assert sweep.attrs["flat"] == {"char n-gram TF-IDF"}
+    assert "char n-gram TF-IDF" not in sweeps(results)["alignment"].index  # it ran no alignment
+    fig = plots.plot_layers(results)
+    try:
+        panels = [{line.get_label(): line for line in ax.get_lines()} for ax in fig.axes[:2]]  # alignment, tatoeba
+        assert "char n-gram TF-IDF (no layers)" not in panels[0]
+        lines = panels[1]
+        flat = lines["char n-gram TF-IDF (no layers)"]
+        assert set(flat.get_ydata()) == {11.0} and flat.get_linestyle() == ":"
+        assert flat.get_color() != lines["alpha"].get_color()
+    finally:
+        plots.plt.close(fig)

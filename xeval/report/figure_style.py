@@ -26,6 +26,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from xeval.base.errors import UserError  # noqa: E402
 from xeval.report.frame import lower_is_better, xtreme_task  # noqa: E402
+from xeval.results.controls import LABELS, MODEL_FREE  # noqa: E402
+
+MODEL_FREE_LABELS = {LABELS[kind] for kind in MODEL_FREE}  # "char n-gram TF-IDF"
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
@@ -139,6 +142,8 @@ def styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:
     for x in labels:
         if x not in out:
             out[x] = {**out[controls[x]], "linestyle": "--", "markerfacecolor": "white"}
+        if x in controls and x in MODEL_FREE_LABELS:  # the char n-gram baseline is no model's: grey, not its colour
+            out[x] = {"color": "0.45", "marker": "x", "linestyle": ":"}
     return out
 
 

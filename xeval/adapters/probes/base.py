@@ -231,7 +231,9 @@ def make_record(card, lang: str, split: str, ctx, layer: int, metrics: dict, n_e
         model=ctx.encoder.identity(),
         data=data if data is not None else data_identity(card, lang, split, ctx),
         card=card_identity(card),
-        config={"layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer layer k", **config},
+        # a record without a layer (the char n-gram baseline) has no hidden states to name
+        config={**({} if layer is None else {"layer_convention": "hidden_states[k]: 0 = embeddings, k = transformer "
+                                                                 "layer k"}), **config},
         provenance=stamp(duration_s),
         extra=extra or {},
     )
