@@ -171,3 +171,20 @@ def test_baseline_is_a_flat_row_of_the_layer_sweep_and_a_horizontal_line(with_ba
         assert flat.get_color() != lines["alpha"].get_color()
     finally:
         plots.plt.close(fig)
+
+
+@pytest.mark.parametrize("width", ["column", "page"])
+def test_the_layer_legend_names_every_panels_rows_and_fits_the_figure(with_baseline, width):
+    """The baseline is drawn in the second panel only (it ran no alignment), and a control and the reported layer's
+    rule make long labels: the legend still names the baseline and stays inside the figure (e5-small's page-width
+    sweep ran past both edges and left the baseline out)."""
+    fig = plots.plot_layers(Results(with_baseline), width=width)
+    try:
+        [legend] = fig.legends
+        texts = [t.get_text() for t in legend.get_texts()]
+        assert "char n-gram TF-IDF (no layers)" in texts and "alpha (random init)" in texts
+        renderer = fig.canvas.get_renderer()
+        box, room = legend.get_window_extent(renderer), fig.get_figwidth() * fig.dpi
+        assert box.x0 >= 0 and box.x1 <= room, (box, room)
+    finally:
+        plots.plt.close(fig)

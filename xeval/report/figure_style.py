@@ -122,11 +122,28 @@ def panel_title(ax, short: str, long: str, opts: FigureOptions, panels: int) -> 
 
 
 def legend(fig, handles, labels, width: float) -> None:
-    """One legend below the axes, inside the figure."""
+    """One legend below the axes, inside the figure: as many entries a row as fit the figure's width, measured on
+    the rendered text (long labels such as a control's or a reported layer's rule wrap to more rows instead of
+    running past both edges)."""
     if not labels:
         return
-    per_row = max(1, int(width // 1.6))
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row), frameon=False)
+    renderer = fig.canvas.get_renderer()
+    room = fig.get_figwidth() * fig.dpi
+    for ncol in range(min(len(labels), max(1, int(width // 1.6))), 0, -1):
+        drawn = fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False)
+        if ncol == 1 or drawn.get_window_extent(renderer).width <= room:
+            return
+        drawn.remove()
+
+
+def panel_handles(axes) -> tuple[list, list[str]]:
+    """The legend entries of every panel, each label once in first-seen order: a row drawn in a later panel only
+    (the char n-gram baseline runs no alignment) is still in the legend."""
+    seen: dict[str, object] = {}
+    for ax in getattr(axes, "flat", axes):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    return list(seen.values()), list(seen)
 
 
 def styles(labels: list[str], controls: dict[str, str]) -> dict[str, dict]:

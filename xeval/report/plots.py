@@ -32,6 +32,7 @@ from xeval.report.figure_style import (  # noqa: F401 - the style's names, re-ex
     metric_label,
     only_tasks,
     options,
+    panel_handles,
     panel_title,
     plt,
     styles,
@@ -96,7 +97,7 @@ def plot_layers(results: Results, width="column"):
         ax.set_ylabel(wrap(metric_label(metric, task), 2.0))
         ax.set_xticks(sorted(sweep.columns))
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = panel_handles(axes)
     for text, style in marks.items():  # only the marks drawn: no "selection split" where none ran
         handles += plt.plot([], [], color="white", markeredgecolor="black", linestyle="none", **style)
         labels.append(text)
@@ -296,7 +297,7 @@ def plot_correlation(results: Results, width="column"):
         ax.set_xlabel(f"{probe} (points)")
         ax.set_ylabel(wrap(f"{task_title(task)} zero-shot score (points)", 2.0))
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = panel_handles(axes)
     if len(rows) > 1:
         legend(fig, handles, labels, inches)
     return fig
@@ -324,7 +325,7 @@ def plot_tokenizer(results: Results, width="column"):
         ax.set_xlabel(wrap("subwords per word (FLORES-200 devtest)", 2.0))
         ax.set_ylabel(wrap("gap: English minus language (points)", 2.0))
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = panel_handles(axes)
     if len(labels) > 1:
         legend(fig, handles, labels, inches)
     return fig
