@@ -14,25 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers.engine import make_data_root, micro_config
+from tests.helpers.engine import micro_config
 
 REPO = Path(__file__).resolve().parents[2]
 SENTENCES = ["the cat sleeps", "die Katze schläft im Haus", "the small red bird reads a book in the city"]
-
-
-@pytest.fixture(scope="module")
-def fake_root(tmp_path_factory) -> Path:
-    return make_data_root(tmp_path_factory.mktemp("init-data"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory, fake_root) -> Path:
-    """A 500-id tokenizer with XLM-R's specials (<s>=0 <pad>=1 </s>=2 <unk>=3, <mask> last)."""
-    from xeval.engine.tokenizer import build_tokenizer
-
-    out = tmp_path_factory.mktemp("init-tok")
-    build_tokenizer([str(fake_root)], out, vocab_size=500, model="bpe", sample_lines=2000, log=lambda *a: None)
-    return out
 
 
 def _copy_tokenizer(src: Path, dst: Path) -> None:
