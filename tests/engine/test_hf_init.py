@@ -171,6 +171,11 @@ def test_few_steps_from_tiny_init_train_and_load(tmp_path, fake_root, tokenizer_
         assert summary["step"] == 4
         runs.append(load_file(str(tmp_path / name / "model.safetensors")))
     assert all(torch.equal(v, runs[1][k]) for k, v in runs[0].items())  # same config, same weights (CPU)
+    part = tmp_path / "part"  # an interrupted continued run resumes to the same weights (the state wins over init)
+    pretrain(cfg.updated({"train": {"stop_after": 2}}), part, echo=lambda *a: None)
+    pretrain(cfg, part, resume=True, echo=lambda *a: None)
+    resumed = load_file(str(part / "model.safetensors"))
+    assert all(torch.equal(v, resumed[k]) for k, v in runs[0].items())
     records = [json.loads(x) for x in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
     assert records and all(torch.isfinite(torch.tensor(r["loss"])) for r in records)
     step0 = load_file(str(tmp_path / "a" / "steps" / "step-0000000" / "model.safetensors"))
@@ -191,13 +196,16 @@ def test_few_steps_from_tiny_init_train_and_load(tmp_path, fake_root, tokenizer_
     assert not torch.allclose(moved, hf_hidden(init, batch)[-1], atol=1e-4)  # trained away from the init
 
 
-def _cli(args: list[str], tmp: Path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "xeval", "pretrain", "--config", "mlm", "--size", "micro", *args],
-                          capture_output=True, text=True, env=env, cwd=tmp)
+def _cli(args: list[str], capsys) -> tuple[int, str]:
+    """``xeval pretrain --config mlm --size micro ARGS`` in this process: (exit status, stderr)."""
+    from xeval.cli import main
+
+    capsys.readouterr()
+    status = main(["pretrain", "--config", "mlm", "--size", "micro", *args])
+    return status, capsys.readouterr().err
 
 
-def test_bad_init_folders_are_one_line_exit_2_nothing_written(tmp_path, tokenizer_dir):
+def test_bad_init_folders_are_one_line_exit_2_nothing_written(tmp_path, tokenizer_dir, capsys):
     from tests.helpers.tiny import make_tiny_bert
 
     gpt = tmp_path / "gpt"
@@ -210,20 +218,26 @@ def test_bad_init_folders_are_one_line_exit_2_nothing_written(tmp_path, tokenize
     cfg = json.loads((short / "config.json").read_text())
     (short / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 3}))
     wordpiece = make_tiny_bert(tmp_path / "wordpiece")  # [CLS] [SEP] [MASK]: not the objectives' specials
-    cases = {gpt: "model_type 'gpt2'; expected a BERT or XLM-R encoder", noweights: "expected model.safetensors",
-             short: "missing weights ['encoder.layer.2.", wordpiece: "lacks the special tokens",
-             tmp_path / "nowhere": "no such folder"}  # fmt: skip
-    for folder, expected in cases.items():
-        out = tmp_path / f"out-{folder.name}"
-        proc = _cli(["--init", str(folder), "--out", str(out), "--steps", "0"], tmp_path)
-        assert proc.returncode == 2, (folder, proc.stderr)
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and expected in lines[0] and "model.init" in lines[0], (folder, proc.stderr)
-        assert not out.exists()
     good = make_bert(tmp_path / "good", tokenizer_dir)
-    arch = _cli(["--init", str(good), "--out", str(tmp_path / "out-arch"), "--set", "model.pre_norm=true"], tmp_path)
-    assert arch.returncode == 2 and "model.pre_norm True contradicts model.init" in arch.stderr
-    assert not (tmp_path / "out-arch").exists()
+    cases = {  # --init, extra arguments -> what the one line says
+        (gpt, ()): "model_type 'gpt2'; expected a BERT or XLM-R encoder", (noweights, ()): "expected model.safetensors",
+        (short, ()): "missing weights ['encoder.layer.2.", (wordpiece, ()): "lacks the special tokens",
+        (tmp_path / "nowhere", ()): "no such folder",
+        (good, ("--set", "model.pre_norm=true")): "model.pre_norm True contradicts model.init",
+        (good, ("--set", "data.seq_len=200")): "data.seq_len gives rows of 200 tokens but model.init",
+    }  # fmt: skip
+    for i, ((folder, extra), expected) in enumerate(cases.items()):
+        out = tmp_path / f"out-{i}"
+        status, err = _cli(["--init", str(folder), "--out", str(out), "--steps", "0", *extra], capsys)
+        lines = err.strip().splitlines()
+        assert status == 2 and len(lines) == 1 and expected in lines[0], (folder, extra, err)
+        assert "model.init" in lines[0] and not out.exists()
+    # the real command line: exit status 2 from a process of its own
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "xeval", "pretrain", "--config", "mlm", "--init", str(gpt), "--out",
+                           str(tmp_path / "out-cli")], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "gpt2" in proc.stderr
+    assert not (tmp_path / "out-cli").exists()
 
 
 @pytest.mark.slow

@@ -301,6 +301,19 @@ def apply_init(cfg, init: InitModel):
     return cfg.updated({"model": model}), lines
 
 
+def check_lengths(cfg, needs: set[str]) -> None:
+    """Rows the streams build must fit the init model's positions (its table cannot grow): a ConfigError naming
+    the key, before anything is read, instead of an index error at the first step."""
+    limit = int(cfg.model["max_position_embeddings"])
+    rows = {"data.seq_len": cfg.data.seq_len} if "mono" in needs else {}
+    if "pairs" in needs:  # a concatenated pair: <s> A </s></s> B </s>
+        rows["data.pair_max_side"] = 2 * cfg.data.pair_max_side + 4
+    for key, length in rows.items():
+        if length > limit:
+            raise ConfigError(f"{key} gives rows of {length} tokens but model.init {cfg.model['init']} has "
+                              f"{limit} positions; lower {key}")
+
+
 def load_init_weights(model, init: InitModel) -> list[str]:
     """The init model's weights into ``model.encoder`` (exactly: a strict load) and, where the folder has them,
     into the MLM head; returns the log lines."""

@@ -34,7 +34,7 @@ from xeval.engine.corpus import (
     load_corpora,
     load_dictionaries,
 )
-from xeval.engine.hf_init import InitModel, apply_init, load_init_weights, read_init
+from xeval.engine.hf_init import InitModel, apply_init, check_lengths, load_init_weights, read_init
 from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import OBJECTIVES, PretrainModel, TokenInfo
 from xeval.engine.objectives.base import resolve_layer
@@ -82,6 +82,7 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     if cfg.model.get("init"):  # continued pre-training: the init model's shape, checked before anything is written
         init = read_init(cfg.model["init"])
         cfg, init_lines = apply_init(cfg, init)
+        check_lengths(cfg, streams_needed(cfg))
     cfg, state_path, elapsed0 = resumed_config(cfg, out, resume)
     tc, dc = cfg.train, cfg.data
     check_layers(cfg)  # before anything is written
