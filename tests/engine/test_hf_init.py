@@ -160,6 +160,7 @@ def test_xlco_momentum_encoder_starts_as_the_init_model(tmp_path, fake_root, tok
 def test_few_steps_from_tiny_init_train_and_load(tmp_path, fake_root, tokenizer_dir):
     from safetensors.torch import load_file
 
+    from xeval.base.errors import UserError
     from xeval.engine.train import pretrain
 
     init = make_bert(tmp_path / "bert", tokenizer_dir)
@@ -194,6 +195,14 @@ def test_few_steps_from_tiny_init_train_and_load(tmp_path, fake_root, tokenizer_
         moved = enc.model(batch["input_ids"], batch["attention_mask"]).last_hidden_state
     assert torch.isfinite(moved).all()
     assert not torch.allclose(moved, hf_hidden(init, batch)[-1], atol=1e-4)  # trained away from the init
+    with torch.no_grad():  # the init folder's weights changed under a run: --resume refuses in one line
+        from transformers import BertForMaskedLM
+
+        other = BertForMaskedLM.from_pretrained(init)
+        other.bert.embeddings.LayerNorm.bias.add_(1.0)
+        other.save_pretrained(init, safe_serialization=True)
+    with pytest.raises(UserError, match="whose weights changed since the run started"):
+        pretrain(cfg.updated({"train": {"steps": 6}}), part, resume=True, echo=lambda *a: None)
 
 
 def _cli(args: list[str], capsys) -> tuple[int, str]:

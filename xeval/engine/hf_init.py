@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from xeval.base.errors import ConfigError
+from xeval.base.errors import ConfigError, UserError
 from xeval.base.safe_files import check_safetensors
 
 KINDS = {"bert": "bert", "roberta": "roberta", "xlm-roberta": "roberta"}  # model_type -> position numbering
@@ -119,7 +120,7 @@ class InitModel:
                 while block := handle.read(1 << 22):
                     digest.update(block)
         return {"path": str(self.path), "model_type": self.hf.get("model_type"),
-                "weights": [str(f.relative_to(self.path)) for f in self.files], "weights_sha256": digest.hexdigest()}
+                "weights": [os.path.relpath(f, self.path) for f in self.files], "weights_sha256": digest.hexdigest()}
 
     def tensor(self, name: str) -> torch.Tensor:
         file, stored = self.names[name]
@@ -312,6 +313,21 @@ def check_lengths(cfg, needs: set[str]) -> None:
         if length > limit:
             raise ConfigError(f"{key} gives rows of {length} tokens but model.init {cfg.model['init']} has "
                               f"{limit} positions; lower {key}")
+
+
+def check_resumed_init(out: Path, provenance: dict) -> None:
+    """``--resume`` of a continued run: the init folder's weights must be those the run started from (the card in
+    ``out`` records their SHA-256); the saved state holds the trained weights, but the shape, tokenizer and
+    provenance come from the folder again."""
+    try:
+        saved = (json.loads((out / "xeval_pretrain.json").read_text(encoding="utf-8")).get("init") or {})
+        before = saved.get("weights_sha256")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return  # no card (an interrupted first save): the config's folder and shape were compared already
+    if before and before != provenance["weights_sha256"]:
+        raise UserError(f"{out}: --resume with model.init {provenance['path']} whose weights changed since the run "
+                        f"started (SHA-256 {before[:12]} -> {provenance['weights_sha256'][:12]}); restore them or "
+                        f"choose a new --out")
 
 
 def load_init_weights(model, init: InitModel) -> list[str]:

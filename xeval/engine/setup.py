@@ -34,7 +34,14 @@ from xeval.engine.corpus import (
     load_corpora,
     load_dictionaries,
 )
-from xeval.engine.hf_init import InitModel, apply_init, check_lengths, load_init_weights, read_init
+from xeval.engine.hf_init import (
+    InitModel,
+    apply_init,
+    check_lengths,
+    check_resumed_init,
+    load_init_weights,
+    read_init,
+)
 from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import OBJECTIVES, PretrainModel, TokenInfo
 from xeval.engine.objectives.base import resolve_layer
@@ -84,6 +91,9 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
         cfg, init_lines = apply_init(cfg, init)
         check_lengths(cfg, streams_needed(cfg))
     cfg, state_path, elapsed0 = resumed_config(cfg, out, resume)
+    provenance = init.provenance() if init is not None else None  # the folder and its weights' SHA-256
+    if provenance is not None and state_path is not None:
+        check_resumed_init(out, provenance)
     tc, dc = cfg.train, cfg.data
     check_layers(cfg)  # before anything is written
     root = data_root(dc)
@@ -140,7 +150,6 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     log.line(f"encoder {n_params / 1e6:.2f}M parameters ({model_cfg.num_hidden_layers} x {model_cfg.hidden_size}, "
              f"vocab {model_cfg.vocab_size}); objectives {', '.join(cfg.objectives)}; matmul peak "
              f"{peak / 1e9:.1f} GFLOP/s ({'bf16' if tc.bf16 else 'fp32'}, {torch.get_num_threads()} threads)")  # fmt: skip
-    provenance = init.provenance() if init is not None else None
     if rank == 0:
         write_card(out, cfg, init=provenance)
     return Run(cfg, out, rank, world, device, log, model, net, optimizer, weights, as_saved, mono, pairs, start,
