@@ -49,8 +49,9 @@ def make_bert(folder: Path, tokenizer: Path, layout: str = "plain", seed: int = 
     return folder
 
 
-def make_xlmr(folder: Path, tokenizer: Path, seed: int = 2) -> Path:
-    """A random 3 x 32 XLMRobertaModel (positions from padding_idx + 1 = 2, no MLM head) with ``tokenizer``."""
+def make_xlmr(folder: Path, tokenizer: Path, seed: int = 2, shard: str | None = None) -> Path:
+    """A random 3 x 32 XLMRobertaModel (positions from padding_idx + 1 = 2, no MLM head) with ``tokenizer``;
+    ``shard`` (e.g. "20KB"): weights in several files under model.safetensors.index.json."""
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
     torch.manual_seed(seed)
@@ -63,7 +64,7 @@ def make_xlmr(folder: Path, tokenizer: Path, seed: int = 2) -> Path:
             if "LayerNorm" in name or name.endswith("bias"):
                 p.add_(torch.randn_like(p) * 0.1)
     folder.mkdir(parents=True)
-    model.save_pretrained(folder, safe_serialization=True)
+    model.save_pretrained(folder, safe_serialization=True, **({"max_shard_size": shard} if shard else {}))
     _copy_tokenizer(tokenizer, folder)
     return folder
 
@@ -139,6 +140,11 @@ def test_zero_step_from_tiny_xlmr_and_a_sentence_transformers_folder(tmp_path, f
     assert "positions from row 2" in log and "no MLM head: the head starts from train.seed" in log
     st = make_bert(tmp_path / "st", tokenizer_dir, layout="sentence-transformers", seed=3)
     assert_same_hidden(st, zero_step(tmp_path / "b", fake_root, st))
+    sharded = make_xlmr(tmp_path / "sharded", tokenizer_dir, seed=4, shard="20KB")
+    assert len(list(sharded.glob("model-*.safetensors"))) > 1
+    out = zero_step(tmp_path / "c", fake_root, sharded)
+    assert_same_hidden(sharded, out)
+    assert len(json.loads((out / "xeval_pretrain.json").read_text())["init"]["weights"]) > 1
 
 
 def test_xlco_momentum_encoder_starts_as_the_init_model(tmp_path, fake_root, tokenizer_dir):
