@@ -13,23 +13,9 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from tests.helpers.engine import free_port, make_data_root, micro_config
+from tests.helpers.engine import free_port, micro_config
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def fake_root(tmp_path_factory) -> Path:
-    return make_data_root(tmp_path_factory.mktemp("engine-data"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory, fake_root) -> Path:
-    from xeval.engine.tokenizer import build_tokenizer
-
-    out = tmp_path_factory.mktemp("engine-tok")
-    build_tokenizer([str(fake_root)], out, vocab_size=500, model="bpe", sample_lines=2000, log=lambda *a: None)
-    return out
 
 
 def losses(out: Path, key: str = "loss") -> list[float]:

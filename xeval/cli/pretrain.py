@@ -1,4 +1,5 @@
-"""``python -m xeval pretrain --config mlm --out DIR [--size tiny] [--resume]``: train an encoder with xeval's engine.
+"""``python -m xeval pretrain --config mlm --out DIR [--size tiny] [--resume] [--init HF_DIR]``: train an encoder with
+xeval's engine, from random weights or (``--init``) continuing a pretrained BERT / XLM-R model (engine/hf_init.py).
 
 Under ``torchrun --nproc_per_node N -m xeval pretrain ...`` the same command runs DDP (gloo on CPU, NCCL on GPU).
 """
@@ -23,11 +24,16 @@ def add_arguments(parser) -> None:
                         "the learning rate decaying over it (overrides train.max_seconds; not bit-reproducible)")  # fmt: skip
     parser.add_argument("--data", metavar="DIR", help="the corpora's folder: the shared data root (default: $XEVAL_DATA or "
                         "a shared/data folder beside the working directory), or a synthetic world for data.layout synthetic (--config quickstart)")  # fmt: skip
+    parser.add_argument("--init", metavar="DIR", help="continue pre-training from a Hugging Face BERT / XLM-R folder "
+                        "(or a sentence-transformers one): its shape, weights and tokenizer (sets model.init; 0 steps "
+                        "exports it unchanged)")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value, e.g. --set train.lr=1e-3 (repeatable)")  # fmt: skip
 
 
 def run(args) -> int:
+    import json
+
     from xeval.base.atomic import check_output
     from xeval.engine.config import load_config
     from xeval.engine.train import pretrain
@@ -41,6 +47,8 @@ def run(args) -> int:
         overrides.append(f"train.max_seconds={args.max_seconds}")
     if args.data:
         overrides.append(f"data.root={args.data}")
+    if args.init:  # a JSON string is a YAML string: any path survives --set's YAML parsing
+        overrides.append(f"model.init={json.dumps(args.init)}")
     cfg = load_config(args.config, args.size, overrides)
     summary = pretrain(cfg, args.out, resume=args.resume)
     if int(__import__("os").environ.get("RANK", "0")) == 0:

@@ -253,6 +253,9 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
     for key, value in dc.clean.items():
         if key in CLEAN_OPTIONS:
             dc.clean[key] = _check_range(value, *CLEAN_OPTIONS[key], f"data.clean.{key}", source)
+    init = cfg.model.get("init")
+    need(init is None or (isinstance(init, str) and init.strip() != ""), "model.init", init,
+         "a folder (a Hugging Face BERT / XLM-R model to continue from) or null")
     for key, value in cfg.model.items():
         if key in MODEL_OPTIONS and value is not None:
             cfg.model[key] = _check_range(value, *MODEL_OPTIONS[key], f"model.{key}", source)

@@ -73,8 +73,17 @@ def measure_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, reps: 
     return 2 * n**3 / best
 
 
-def write_card(out: Path, cfg, last: dict | None = None) -> None:
-    """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers)."""
+def write_card(out: Path, cfg, last: dict | None = None, init: dict | None = None) -> None:
+    """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers; with
+    ``model.init`` the init folder and its weights' SHA-256, ``init``)."""
+    write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {}, "note": card_note(cfg, init),
+                                             **({"init": init} if init else {})})  # fmt: skip
+
+
+def card_note(cfg, init: dict | None) -> str:
+    """Where the weights come from: the engine's corpora only, or (``model.init``) a model trained elsewhere first."""
     where = "the shared data" if cfg.data.layout == "shared" else f"the {cfg.data.layout} corpora"
-    write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {},
-               "note": f"trained by xeval's engine on parallel/ and monolingual/ of {where} only"})  # fmt: skip
+    if init:
+        return (f"continued pre-training by xeval's engine on parallel/ and monolingual/ of {where}, from "
+                f"{init['path']} (pre-trained elsewhere, on data xeval does not know; step 0 = its weights)")
+    return f"trained by xeval's engine on parallel/ and monolingual/ of {where} only"

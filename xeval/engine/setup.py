@@ -34,6 +34,14 @@ from xeval.engine.corpus import (
     load_corpora,
     load_dictionaries,
 )
+from xeval.engine.hf_init import (
+    InitModel,
+    apply_init,
+    check_lengths,
+    check_resumed_init,
+    load_init_weights,
+    read_init,
+)
 from xeval.engine.model import XevalConfig
 from xeval.engine.objectives import OBJECTIVES, PretrainModel, TokenInfo
 from xeval.engine.objectives.base import resolve_layer
@@ -69,6 +77,7 @@ class Run:
     amp_dtype: torch.dtype
     peak: float  # the best matmul FLOP/s measured so far: utilisation is measured against it
     corpus: dict  # the corpus files' identities (corpus.corpus_identity), saved with each state for --resume
+    init: dict | None = None  # model.init: the init folder and its weights' SHA-256 (InitModel.provenance)
 
 
 def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, device: torch.device,
@@ -76,7 +85,15 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     """Build the run; writes the log, the tokenizer and the run card into ``out``."""
     if cfg.train.accumulate < 1:
         raise ConfigError(f"train.accumulate must be at least 1, got {cfg.train.accumulate}")
+    init, init_lines = None, []
+    if cfg.model.get("init"):  # continued pre-training: the init model's shape, checked before anything is written
+        init = read_init(cfg.model["init"])
+        cfg, init_lines = apply_init(cfg, init)
+        check_lengths(cfg, streams_needed(cfg))
     cfg, state_path, elapsed0 = resumed_config(cfg, out, resume)
+    provenance = init.provenance() if init is not None else None  # the folder and its weights' SHA-256
+    if provenance is not None and state_path is not None:
+        check_resumed_init(out, provenance)
     tc, dc = cfg.train, cfg.data
     check_layers(cfg)  # before anything is written
     root = data_root(dc)
@@ -90,6 +107,8 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     if rank == 0:
         for stale in ckpt.clean_partial_states(out):
             log.line(f"removed {stale}: a checkpoint write that never finished")
+    for line in init_lines:
+        log.line(line)
     if unchecked:
         log.line(f"note: {state_path} records no corpus identities (saved by an older xeval): the corpora are not "
                  "checked against the ones it was trained on")
@@ -102,7 +121,7 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
              f"({len(corpora.mono)} monolingual languages, {len(corpora.pairs)} pair keys, {time.time() - t0:.0f}s)")  # fmt: skip
     for line in corpora.log_lines():
         log.line(line)
-    tok = prepare_tokenizer(cfg, out, root, corpora, log, rank, world)
+    tok = prepare_tokenizer(cfg, out, root, corpora, log, rank, world, init)
     tokens = TokenInfo.from_tokenizer(tok)
     if "mono" in needs:
         for line in corpora.mix_lines(tok):
@@ -110,9 +129,10 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     mono, pairs = build_streams(cfg, corpora, tok, needs, log)
 
     model_cfg = model_config(cfg, corpora, tok, tokens)
-    if rank == 0 and model_cfg.position_embedding == "absolute":  # tell tokenizer users the model's length limit
+    # tell tokenizer users the model's length limit (an init model's tokenizer files stay as they were)
+    if rank == 0 and model_cfg.position_embedding == "absolute" and init is None:
         save_tokenizer(tok, out, model_max_length=model_cfg.max_position_embeddings)
-    model = build_model(cfg, model_cfg, root, corpora, tok, tokens, device, log)
+    model = build_model(cfg, model_cfg, root, corpora, tok, tokens, device, log, init)
     optimizer = build_optimizer(model, tc, device)
     start = 0
     if state_path is not None:
@@ -131,9 +151,9 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
              f"vocab {model_cfg.vocab_size}); objectives {', '.join(cfg.objectives)}; matmul peak "
              f"{peak / 1e9:.1f} GFLOP/s ({'bf16' if tc.bf16 else 'fp32'}, {torch.get_num_threads()} threads)")  # fmt: skip
     if rank == 0:
-        write_card(out, cfg)
+        write_card(out, cfg, init=provenance)
     return Run(cfg, out, rank, world, device, log, model, net, optimizer, weights, as_saved, mono, pairs, start,
-               elapsed0, amp_dtype, peak, corpus)  # fmt: skip
+               elapsed0, amp_dtype, peak, corpus, provenance)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------- config
@@ -199,9 +219,14 @@ TOKENIZER_SETTINGS = "xeval_tokenizer.json"  # beside tokenizer.json: the settin
 
 
 def prepare_tokenizer(cfg: PretrainConfig, out: Path, root: Path, corpora: Corpora, log: Logger, rank: int,
-                      world: int):  # fmt: skip
-    """Use ``tokenizer.path``, else the tokenizer already in ``out``, else train one (rank 0) into ``out``."""
-    if cfg.tokenizer.path:
+                      world: int, init: InitModel | None = None):  # fmt: skip
+    """The init model's tokenizer (``model.init``), else ``tokenizer.path``, else the tokenizer already in ``out``,
+    else train one (rank 0) into ``out``."""
+    if init is not None:
+        if rank == 0:
+            init.copy_tokenizer(out)
+            log.line(f"tokenizer: the init model's, from {init.tokenizer_dir} (the tokenizer section is not used)")
+    elif cfg.tokenizer.path:
         src = Path(cfg.tokenizer.path)
         if not (src / "tokenizer.json").is_file():
             raise ConfigError(f"tokenizer.path {src}: expected a directory with tokenizer.json")
@@ -290,9 +315,11 @@ def build_streams(cfg: PretrainConfig, corpora: Corpora, tok, needs: set[str], l
 def model_config(cfg: PretrainConfig, corpora: Corpora, tok, tokens: TokenInfo) -> XevalConfig:
     """The encoder's config: the ``model`` section, with the tokenizer's vocabulary and special ids."""
     model_opts = dict(cfg.model)
+    # an init model's embedding may have more rows than its tokenizer has ids (e5: 250,037 rows, 250,002 ids)
+    vocab = int(model_opts.pop("vocab_size")) if model_opts.pop("init", None) else tok.get_vocab_size()
     if model_opts.pop("language_embeddings", False):  # XLM: one embedding per language of the corpora
         model_opts["languages"] = sorted(set(corpora.mono) | {x for key in corpora.pairs for x in key.split("-")})
-    model_cfg = XevalConfig(**{**model_opts, "vocab_size": tok.get_vocab_size(), "pad_token_id": tokens.pad,
+    model_cfg = XevalConfig(**{**model_opts, "vocab_size": vocab, "pad_token_id": tokens.pad,
                                "bos_token_id": tokens.bos, "eos_token_id": tokens.eos})  # fmt: skip
     try:
         model_cfg.check()
@@ -302,15 +329,20 @@ def model_config(cfg: PretrainConfig, corpora: Corpora, tok, tokens: TokenInfo) 
 
 
 def build_model(cfg: PretrainConfig, model_cfg: XevalConfig, root: Path, corpora: Corpora, tok, tokens: TokenInfo,
-                device: torch.device, log: Logger) -> PretrainModel:  # fmt: skip
-    """The encoder and the objectives' heads, initialised from ``train.seed``, on ``device``."""
+                device: torch.device, log: Logger, init: InitModel | None = None) -> PretrainModel:  # fmt: skip
+    """The encoder and the objectives' heads, initialised from ``train.seed`` (the encoder, and the MLM head where
+    the folder has one, then from ``model.init``), on ``device``."""
     dictionaries = {}
     if "tokcl" in cfg.objectives:
         dictionaries = load_dictionaries(cfg.data, root, list(corpora.pairs))
         log.line(f"token contrast dictionaries: {', '.join(f'{k} ({len(v)})' for k, v in dictionaries.items())}")
     pieces = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
     torch.manual_seed(cfg.train.seed)
-    model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries, cfg.train.loss_norm).to(device)
+    model = PretrainModel(model_cfg, cfg.objectives, tokens, pieces, dictionaries, cfg.train.loss_norm)
+    if init is not None:  # after the seeded initialisation: heads the folder lacks keep theirs
+        for line in load_init_weights(model, init):
+            log.line(line)
+    model = model.to(device)
     if "tokcl" in model.objectives:  # how much of the text the dictionaries can supervise, per language pair
         cover = model.objectives["tokcl"].coverage(corpora.pairs, tok)
         log.line("token contrast coverage (first 200 pairs): " + ", ".join(

@@ -228,7 +228,8 @@ def export_series(run: Run, step: int, clock: Clock) -> None:
     """train.export_every: the checkpoint series for curves over training (``out/steps/step-NNNNNNN/``)."""
     if run.rank == 0:
         card = {"config": run.cfg.to_dict(), "elapsed_s": round(clock.elapsed(), 1),
-                "note": "a step of the checkpoint series (train.export_every); step 0 = the initial weights"}
+                "note": "a step of the checkpoint series (train.export_every); step 0 = the initial weights"
+                        + (" (the init model's)" if run.init else ""), **({"init": run.init} if run.init else {})}
         with run.as_saved():
             path = ckpt.export_step(run.model.encoder, run.out, step, card)
         run.log.line(f"exported step {step} to {path}")
@@ -237,14 +238,15 @@ def export_series(run: Run, step: int, clock: Clock) -> None:
 def finish(run: Run, step: int, clock: Clock, last_stats: dict, total_tokens: int) -> dict:
     """The last words: the initial weights when no step ran, the budget spent, the run card; the summary."""
     tc = run.cfg.train
-    if step == 0 and run.rank == 0:  # no step at all: the initial weights (a random-init control)
+    if step == 0 and run.rank == 0:  # no step at all: the initial weights (a random-init control, or the init model)
         with run.as_saved():
             ckpt.export_model(run.model.encoder, run.out)
-        run.log.line("no training steps: exported the initial (random) weights")
+        run.log.line(f"no training steps: exported the init model's weights ({run.init['path']})" if run.init
+                     else "no training steps: exported the initial (random) weights")
     if tc.max_seconds is not None and step > run.start:
         run.log.line(f"stopped after step {step}: {clock.elapsed():.1f} s of the {tc.max_seconds:g} s budget "
                      f"(train.max_seconds)")  # fmt: skip
     if run.rank == 0:
-        write_card(run.out, run.cfg, last_stats)
+        write_card(run.out, run.cfg, last_stats, run.init)
     return {"step": step, "out": str(run.out), "tokens": total_tokens,
             "seconds": round(clock.elapsed() - run.elapsed0, 1), **last_stats}  # fmt: skip
