@@ -188,3 +188,15 @@ def test_the_layer_legend_names_every_panels_rows_and_fits_the_figure(with_basel
         assert box.x0 >= 0 and box.x1 <= room, (box, room)
     finally:
         plots.plt.close(fig)
+
+
+def test_a_table_notes_only_the_controls_it_shows(with_baseline):
+    """The baseline ran Tatoeba only: the alignment sweep shows the random-init control and no baseline row, so it
+    explains the one and not the other (e5-small's report explained a row it did not have)."""
+    from xeval.report.tables.layer_table import layer_tables
+
+    tables = {t.key: t for t in layer_tables(Results(with_baseline))}
+    align, tatoeba = tables["layers:alignment"], tables["layers:tatoeba"]
+    assert any("random init" in note for note in align.notes)
+    assert not any("never on a pair" in note for note in align.notes)
+    assert any("never on a pair" in note for note in tatoeba.notes)

@@ -302,8 +302,12 @@ def _controls_after_parents(frame: pd.DataFrame, controls: dict) -> pd.DataFrame
     return frame.sort_values("model", key=lambda col: col.map(rank), kind="stable").reset_index(drop=True)
 
 
-def control_note(results: Results) -> list[str]:
-    kinds = {kind for _, kind in results.controls.values()}
+def control_note(results: Results, rows=None) -> list[str]:
+    """The notes of the control kinds among a table's ``rows`` (its control row labels, maybe with a " · L<k>"
+    layer suffix); all kinds of the results when None. A table without a char n-gram row gets no note on it."""
+    kinds = {kind for key, (_, kind) in results.controls.items()
+             if rows is None or any(row == (label := results.labels.get(key, key)) or str(row).startswith(label + " ·")
+                                    for row in rows)}
     return [NOTES[kind] for kind in NOTES if kind in kinds]
 
 

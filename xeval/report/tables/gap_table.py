@@ -38,7 +38,7 @@ def gap_table(results: Results) -> Table:
     notes += deviation_notes(found, gap_column, tasks)
     controls = set(results.control_rows()) & set(mean.index)
     return Table(key="gap", title="Cross-lingual transfer gap", mean=mean, lower_columns=set(mean.columns),
-                 notes=notes + (control_note(results) if controls else []), controls=controls, marks=marks)
+                 notes=notes + (control_note(results, controls) if controls else []), controls=controls, marks=marks)
 
 
 def gap_marks(results: Results, mean: pd.DataFrame) -> tuple[pd.DataFrame | None, dict]:

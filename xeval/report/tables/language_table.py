@@ -65,7 +65,7 @@ def language_tables(results: Results, tasks: list[str] | None = None) -> list[Ta
             notes.append("avg left empty for rows that miss languages other rows have")
         notes += deviation_notes(found, task_title)
         if controls:
-            notes += control_note(results)
+            notes += control_note(results, controls)
         tables.append(Table(key=f"languages:{task}", title=task_title(task), mean=mean, std=std,
                             bold_within="metric", notes=notes, controls=controls,
                             marks=marks if (marks != "").any().any() else None))

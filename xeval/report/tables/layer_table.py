@@ -79,7 +79,7 @@ def layer_tables(results: Results) -> list[Table]:
         tables.append(Table(key=f"layers:{task}", title=f"Layer sweep: {task} ({metric}, mean over languages)",
                             mean=mean, lower_columns=lower, controls=here,
                             notes=["L = hidden_states index (0 = embeddings); bold = best model per layer"]
-                            + (control_note(results) if here else [])))
+                            + (control_note(results, here) if here else [])))
         for (model, probe, setting), choice in results.layer_rules.items():
             row = results.row(model, setting)
             if probe != task or row not in sweep.index:
@@ -101,5 +101,5 @@ def layer_tables(results: Results) -> list[Table]:
                            no_bold={"chosen layer", "last layer"}, digits={"chosen layer": 0, "last layer": 0},
                            notes=["score = headline metric of the reported split averaged over languages (points); "
                                   "the layer is never chosen on the reported split (optimistic)", *how]
-                           + (control_note(results) if here else []), controls=here))
+                           + (control_note(results, here) if here else []), controls=here))
     return tables

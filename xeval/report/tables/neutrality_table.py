@@ -46,4 +46,4 @@ def neutrality_table(results) -> Table:
              "lower = more language-neutral",
              "centred: each language's vectors minus their mean before cosine retrieval (Libovický et al. 2020)"]
     return Table(key="neutrality", title="Language neutrality per layer", mean=mean, no_bold=set(mean.columns),
-                 notes=notes + (control_note(results) if controls else []), controls=controls)
+                 notes=notes + (control_note(results, controls) if controls else []), controls=controls)

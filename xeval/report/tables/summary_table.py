@@ -238,5 +238,5 @@ def summary_table(results: Results) -> Table:
     departed = any(found.values())
     return Table(key="summary", title=not_xtremes("XTREME summary") if departed else "XTREME summary", mean=mean, std=std if std.notna().any().any() else None,
                  pairs=pairs, groups=groups,
-                 notes=notes + (control_note(results) if controls else []), stacked_headers=True, controls=controls,
+                 notes=notes + (control_note(results, controls) if controls else []), stacked_headers=True, controls=controls,
                  marks=marks if marked else None)
