@@ -71,10 +71,9 @@ def matmul_flops(shapes: list[tuple[int, int]], config) -> float:
     return total
 
 
-def batch_shapes(lengths: list[int], order, batch_size: int) -> list[tuple[int, int]]:
-    order = list(order)
-    return [(len(idx), max(lengths[i] for i in idx))
-            for idx in (order[s : s + batch_size] for s in range(0, len(order), batch_size))]
+def batch_shapes(lengths: list[int], batches) -> list[tuple[int, int]]:
+    """(sentences, padded length) of each batch."""
+    return [(len(idx), max(lengths[i] for i in idx)) for idx in batches]
 
 
 def tatoeba_accuracy(vectors, sizes: dict[str, int]) -> dict[str, float]:
@@ -132,6 +131,7 @@ def main() -> int:
     from xeval.adapters.probes.base import DEFAULTS, resolve_prefix, with_prefix
     from xeval.data.tatoeba import read_tatoeba
     from xeval.engine.runlog import measure_peak
+    from xeval.models.batching import length_batches
     from xeval.models.encoder import Encoder
 
     torch.set_num_threads(args.threads)
@@ -171,13 +171,14 @@ def main() -> int:
         variants[f"xeval 1 layer {dtype}"] = xeval_call(dtype, last)
         variants[f"xeval {len(every)} layers {dtype}"] = xeval_call(dtype, every)
 
-    # the padded shapes each variant's batches have: sentence-transformers sorts by characters (descending),
-    # xeval by subwords; the same tokenizer call gives both their lengths
+    # the padded shapes each variant's batches have: sentence-transformers sorts by characters (descending,
+    # as its encode does), xeval by subwords under a token budget; one tokenizer call gives both their lengths
     lengths = [len(ids) for ids in encoder.tokenizer(prefixed, truncation=True,
                                                      max_length=encoder.max_length)["input_ids"]]
-    st_order = np.argsort([-peers["fp32"]._input_length(t) for t in texts])
-    shapes = {"st": batch_shapes(lengths, st_order, args.batch_size),
-              "xeval": batch_shapes(lengths, Encoder._by_token_count([[0] * n for n in lengths]), args.batch_size)}
+    st_order = list(np.argsort([-peers["fp32"]._input_length(t) for t in texts]))
+    st_batches = [st_order[s : s + args.batch_size] for s in range(0, len(st_order), args.batch_size)]
+    shapes = {"st": batch_shapes(lengths, st_batches),
+              "xeval": batch_shapes(lengths, length_batches(lengths, args.batch_size))}
     real = sum(lengths)
     flops = {kind: matmul_flops(s, encoder.model.config) for kind, s in shapes.items()}
 

@@ -27,6 +27,7 @@ from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_files, hash_json
 from xeval.models import load_report
+from xeval.models.batching import length_batches
 from xeval.models.files import check_model_folder, locate_model
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
@@ -399,16 +400,6 @@ class Encoder:
         )
         return tuple(out.hidden_states)
 
-    @staticmethod
-    def _by_token_count(input_ids: list[list[int]]) -> list[int]:
-        """Indices in the order of their subword count (stable: ties keep the input order). Batches cut from this
-        order pad each sentence to the longest of its batch, and that length is the one the forward pass pays for:
-        sorting by characters (what sentence-transformers does) mixes scripts whose characters cost 0.3 to 1.5
-        subwords each, so its batches pad to 69 % real tokens on Tatoeba de/fr/ja/sw against 93 % here
-        (docs/measurements.md, "probe encoding speed"). One extra tokenizer call (a fast batch call, well under 1 %
-        of the forward pass) buys that; padding is masked, so the vectors are the same up to float rounding."""
-        return sorted(range(len(input_ids)), key=lambda i: len(input_ids[i]))
-
     @torch.inference_mode()
     def sentence_embeddings(
         self,
@@ -422,7 +413,7 @@ class Encoder:
     ) -> np.ndarray:
         """Pooled sentence vectors of several layers from ONE forward pass per batch.
 
-        Returns float32 [len(layers), N, H] in the order of ``texts`` (batches are length-sorted internally).
+        Returns float32 [len(layers), N, H] in the order of ``texts`` (batches by subword count, ``batching``).
         pooling: "mean" (XTREME's Tatoeba/BUCC choice), "cls", or "model": as a sentence-transformers folder's
         modules say (``xeval.models.sentence_modules``; Dense and Normalize on the last layer). include_special: mean over
         all tokens including <s>/</s> (XTREME) or over word tokens only (not for "model", which pools as the
@@ -441,8 +432,9 @@ class Encoder:
                 raise UserError(f"layer {layer} out of range: {self.spec} has layers 0..{self.num_layers}")
         out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
         limit = max_length or self.max_length
-        order = self._by_token_count(self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"])
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        # by subword count under a token budget (xeval.models.batching): the padded shape is what a forward pays for
+        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
+        batches = length_batches(lengths, batch_size)
         if progress:  # drawn on a terminal only (xeval.base.console)
             batches = console.progress(batches, desc=f"encode {len(texts)} sentences", unit="batch")
         for idx in batches:
@@ -481,14 +473,13 @@ class Encoder:
         """
         layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
         results: list[tuple[np.ndarray, list[int]] | None] = [None] * len(sentences)
-        # by subword count, not word count (see _by_token_count): words of other scripts split into more subwords
-        order = self._by_token_count(self.tokenizer(sentences, is_split_into_words=True, truncation=True,
-                                                    max_length=self.max_length)["input_ids"])
-        starts = range(0, len(order), batch_size)
+        # by subword count under a token budget (xeval.models.batching), as sentence_embeddings
+        lengths = [len(ids) for ids in self.tokenizer(sentences, is_split_into_words=True, truncation=True,
+                                                      max_length=self.max_length)["input_ids"]]
+        batches = length_batches(lengths, batch_size)
         if progress:
-            starts = console.progress(starts, desc=f"encode {len(sentences)} sentences", unit="batch")
-        for start in starts:
-            idx = order[start : start + batch_size]
+            batches = console.progress(batches, desc=f"encode {len(sentences)} sentences", unit="batch")
+        for idx in batches:
             batch = self.tokenize_words([sentences[i] for i in idx])
             states = self.forward(batch.input_ids, batch.attention_mask)
             stacked = torch.stack([states[k] for k in layers]).float().cpu().numpy()  # [L, B, T, H]
