@@ -16,13 +16,15 @@ interleaved (the order rotates every round) after one warm-up of each, whose vec
 
 - fp32: per-sentence cosine between xeval's last-layer vector and sentence-transformers' (min and median; the goal
   is >= 0.9999: the same maths, different batches and float rounding);
-- bf16: Tatoeba top-1 accuracy (mean of en->xx and xx->en, exact cosine search) of the bf16 vectors minus that of
-  the fp32 vectors, per language and averaged (the goal: within 0.2 points), and the bf16/fp32 cosine.
+- bf16: Tatoeba top-1 accuracy (mean of en->xx and xx->en, exact cosine search) of xeval's bf16 vectors minus
+  that of its fp32 vectors, per language and averaged, on ``--parity-n`` pairs a language (untimed; accuracy moves
+  in steps of 100 / n), the last layer and every layer of the sweep (the goal: within 0.2 points), and the
+  bf16/fp32 cosine.
 
 Also printed: the CPU's matmul peak (fp32 and bf16, n x n x n products measured in this run) and each variant's
 executed matrix-product FLOPs, counted from its batches' padded shapes, as a share of that peak; the share of real
 (non-padding) tokens in each variant's batches. ``--profile`` adds torch.profiler's operator table of one pass of
-sentence-transformers and of xeval (fp32, one layer).
+sentence-transformers (fp32) and of xeval (one layer, fp32 and bf16).
 
     python bench/encode_throughput.py                      # multilingual-e5-small (tests/helpers/e5.py), de,fr,ja,sw
     python bench/encode_throughput.py --model DIR --langs de,ja --n 500 --rounds 5 --batch-size 64 --profile
@@ -112,12 +114,14 @@ def main() -> int:
     parser.add_argument("--model", help="sentence-transformers model folder (default: multilingual-e5-small)")
     parser.add_argument("--data", help="data root (default: ../shared/data or $XEVAL_DATA)")
     parser.add_argument("--langs", default="de,fr,ja,sw", help="Tatoeba languages (2-letter codes)")
-    parser.add_argument("--n", type=int, default=250, help="sentence pairs per language, both sides encoded")
+    parser.add_argument("--n", type=int, default=200, help="sentence pairs per language, both sides encoded")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences per batch (the probes' default: 32)")
     parser.add_argument("--prefix", default=None,
                         help="text before each sentence (default: 'query: ' for an e5 folder, else the folder's "
                              "prompt as the probes resolve it)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds after the warm-up (medians)")
+    parser.add_argument("--parity-n", type=int, default=1000,
+                        help="pairs per language of the bf16 accuracy check (untimed; 0: the timed sentences)")
+    parser.add_argument("--rounds", type=int, default=4, help="timed rounds after the warm-up (medians)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared CPU)")
     parser.add_argument("--no-bf16", action="store_true", help="fp32 only")
     parser.add_argument("--profile", action="store_true", help="torch.profiler tables of one fp32 pass each")
@@ -219,22 +223,35 @@ def main() -> int:
     print(f"\nfp32 parity, xeval vs st, per-sentence cosine: 1 layer min {cos.min():.7f} median {np.median(cos):.7f}; "
           f"all layers' last min {cos_all.min():.7f} (goal >= 0.9999: {'ok' if min(cos.min(), cos_all.min()) >= 0.9999 else 'MISSED'})")
     if "bf16" in encoders:
-        print("\nTatoeba accuracy (mean of both directions) of the same vectors, bf16 against fp32\n")
-        print("| vectors | " + " | ".join(sizes) + " | mean | bf16 − fp32 (mean; max per language) | cosine to fp32 min |")
-        print("|---|" + "---:|" * (len(sizes) + 3))
-        rows = [("xeval fp32", ours, None), ("xeval bf16", vectors["xeval 1 layer bf16"][0], ours),
-                ("st fp32", vectors["st fp32"], None), ("st bf16", vectors["st bf16"], vectors["st fp32"])]
-        for label, v, ref in rows:
-            acc = tatoeba_accuracy(v, sizes)
-            ref_acc = tatoeba_accuracy(ref, sizes) if ref is not None else acc
-            diff = [acc[k] - ref_acc[k] for k in sizes]
-            cells = " | ".join(f"{acc[k]:.1f}" for k in sizes)
-            delta = "" if ref is None else f"{statistics.mean(diff):+.2f}; {max(diff, key=abs):+.1f}"
-            near = "" if ref is None else f"{cosines(v, ref).min():.5f}"
-            print(f"| {label} | {cells} | {statistics.mean(acc.values()):.2f} | {delta} | {near} |")
+        # accuracy moves in steps of 100 / n points: the parity set is larger than the timed one (not timed)
+        check = {lang: read_tatoeba(root / "tatoeba", lang)[: args.parity_n] for lang in data} if args.parity_n \
+            else data
+        check_sizes = {lang: len(pairs) for lang, pairs in check.items()}
+        check_texts = with_prefix([t for pairs in check.values() for t in [p.src for p in pairs] +
+                                   [p.tgt for p in pairs]], {"prefix": prefix})
+        got = {dtype: encoders[dtype].sentence_embeddings(check_texts, layers=every, **options)
+               for dtype in ("fp32", "bf16")}  # [13, N, H] each: the last layer and the sweep's
+        print(f"\nTatoeba accuracy (mean of en->xx and xx->en) of xeval's vectors, bf16 against fp32, "
+              f"{', '.join(f'{k} {v}' for k, v in check_sizes.items())} pairs, last layer\n")
+        print("| vectors | " + " | ".join(check_sizes) + " | mean | bf16 − fp32 (mean; max per language) | "
+              "cosine to fp32 min |")
+        print("|---|" + "---:|" * (len(check_sizes) + 3))
+        fp32, bf16 = tatoeba_accuracy(got["fp32"][-1], check_sizes), tatoeba_accuracy(got["bf16"][-1], check_sizes)
+        diff = [bf16[k] - fp32[k] for k in check_sizes]
+        for label, acc, tail in (("fp32", fp32, " |  |  |"), ("bf16", bf16, (
+                f" | {statistics.mean(diff):+.2f}; {max(diff, key=abs):+.1f} | "
+                f"{cosines(got['bf16'][-1], got['fp32'][-1]).min():.5f} |"))):
+            print(f"| xeval {label} | " + " | ".join(f"{acc[k]:.1f}" for k in check_sizes) +
+                  f" | {statistics.mean(acc.values()):.2f}" + tail)
+        sweep = [statistics.mean(tatoeba_accuracy(got["bf16"][k], check_sizes).values()) -
+                 statistics.mean(tatoeba_accuracy(got["fp32"][k], check_sizes).values()) for k in every]
+        print(f"\nevery layer (0..{every[-1]}), bf16 − fp32 of the mean accuracy: "
+              + " ".join(f"{d:+.2f}" for d in sweep)
+              + f" (goal within 0.2 points: {'ok' if max(map(abs, sweep)) <= 0.2 else 'MISSED'})")
     if args.profile:
-        profile("st fp32", variants["st fp32"], args.profile_rows)
-        profile("xeval 1 layer fp32", variants["xeval 1 layer fp32"], args.profile_rows)
+        for name in ("st fp32", "xeval 1 layer fp32", "xeval 1 layer bf16"):
+            if name in variants:
+                profile(name, variants[name], args.profile_rows)
     return 0
 
 
