@@ -1,14 +1,15 @@
 """Probe encoding speed: xeval's encoder against sentence-transformers' own ``encode``, measured in the same run.
 
 The same Tatoeba sentences (both sides of ``--n`` pairs of each language) are encoded, with the model's prefix
-(e5's ``query: ``) and the same batch size, by
+(e5's ``query: ``) and the same batch size (the Tatoeba card's 100 unless ``--batch-size``), by
 
 - st: ``SentenceTransformer(dir).encode(texts, batch_size=B, prompt=prefix)``, the call a user would make (batches
   sorted by character length, the folder's mean pooling and Normalize);
 - xeval: ``Encoder(dir).sentence_embeddings`` as the Tatoeba probe calls it (``xeval.adapters.probes.base``: prefix
-  before every text, mean pooling over all tokens): one layer (the last, the vector sentence-transformers gives) and
-  all hidden states at once (the layer sweep);
-- the same three with bf16 weights (``Encoder(dir, dtype=torch.bfloat16)``, ``xeval run --dtype bfloat16``;
+  before every text, mean pooling over all tokens): the last layer (the vector sentence-transformers gives), the
+  card's layer (``tasks/tatoeba.yaml``: hidden_states[8] of a 12-layer model, where the layer stack stops:
+  ``xeval.models.layer_stack``) and all hidden states at once (the layer sweep);
+- the same with bf16 weights (``Encoder(dir, dtype=torch.bfloat16)``, ``xeval run --dtype bfloat16``;
   sentence-transformers' model cast with ``.to(torch.bfloat16)``), unless ``--no-bf16``.
 
 Throughput = sentences per CPU second of the process for the whole call (tokenisation, forward, pooling, copy to
@@ -117,7 +118,11 @@ def main() -> int:
     parser.add_argument("--data", help="data root (default: ../shared/data or $XEVAL_DATA)")
     parser.add_argument("--langs", default="de,fr,ja,sw", help="Tatoeba languages (2-letter codes)")
     parser.add_argument("--n", type=int, default=200, help="sentence pairs per language, both sides encoded")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per batch (the probes' default: 32)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="sentences per batch (default: the Tatoeba card's, tasks/tatoeba.yaml: 100)")
+    parser.add_argument("--layer", type=int, default=None,
+                        help="the single-layer probe's layer besides the last (default: the Tatoeba card's for this "
+                             "depth, hidden_states[8] of 12 layers; the stack stops there)")
     parser.add_argument("--prefix", default=None,
                         help="text before each sentence (default: 'query: ' for an e5 folder, else the folder's "
                              "prompt as the probes resolve it)")
@@ -146,6 +151,10 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     root, folder = data_root(args.data), model_dir(args.model)
+    import yaml
+
+    card = yaml.safe_load((REPO / "tasks" / "tatoeba.yaml").read_text(encoding="utf-8"))["recipe"]
+    args.batch_size = args.batch_size or int(card["batch_size"])
     data = {lang: read_tatoeba(root / "tatoeba", lang)[: args.n] for lang in args.langs.split(",")}
     sizes = {lang: len(pairs) for lang, pairs in data.items()}
     texts = [t for pairs in data.values() for t in [p.src for p in pairs] + [p.tgt for p in pairs]]
@@ -167,6 +176,7 @@ def main() -> int:
     options = {"batch_size": args.batch_size, "pooling": DEFAULTS["pooling"],
                "include_special": DEFAULTS["include_special"], "progress": False}
     last, every = [encoder.num_layers], list(range(encoder.num_layers + 1))
+    probe_layer = args.layer if args.layer is not None else card["layer_for_depth"].get(encoder.num_layers)
 
     def st_call(dtype):
         return lambda: peers[dtype].encode(texts, batch_size=args.batch_size, prompt=prefix or None,
@@ -178,7 +188,9 @@ def main() -> int:
     variants = {}
     for dtype in encoders:
         variants[f"st {dtype}"] = st_call(dtype)
-        variants[f"xeval 1 layer {dtype}"] = xeval_call(dtype, last)
+        variants[f"xeval layer {last[0]} {dtype}"] = xeval_call(dtype, last)
+        if probe_layer is not None and probe_layer != last[0]:
+            variants[f"xeval layer {probe_layer} {dtype}"] = xeval_call(dtype, [probe_layer])
         variants[f"xeval {len(every)} layers {dtype}"] = xeval_call(dtype, every)
 
     # the padded shapes each variant's batches have: sentence-transformers sorts by characters (descending,
@@ -225,15 +237,16 @@ def main() -> int:
         kind = name.split()[0]
         rate = len(texts) / median[name]
         padded = sum(b * t for b, t in shapes[kind])
-        share = flops[kind] / median[name] / peaks[dtype]
+        ran = probe_layer if name.startswith(f"xeval layer {probe_layer} ") else encoder.num_layers  # stack cut
+        share = flops[kind] * ran / encoder.num_layers / median[name] / peaks[dtype]
         print(f"| {name} | {rate:.1f} | {median['st fp32'] / median[name]:.2f} | "
               f"{median[f'st {dtype}'] / median[name]:.2f} | {100 * real / padded:.0f} % | {100 * share:.0f} % | "
               f"{len(texts) / median_wall[name]:.1f} | {median_wall['st fp32'] / median_wall[name]:.2f} |")
 
-    ours = vectors["xeval 1 layer fp32"][0]
+    ours = vectors[f"xeval layer {last[0]} fp32"][0]
     cos = cosines(ours, vectors["st fp32"])
     cos_all = cosines(vectors[f"xeval {len(every)} layers fp32"][-1], vectors["st fp32"])
-    print(f"\nfp32 parity, xeval vs st, per-sentence cosine: 1 layer min {cos.min():.7f} median {np.median(cos):.7f}; "
+    print(f"\nfp32 parity, xeval vs st, per-sentence cosine: last layer min {cos.min():.7f} median {np.median(cos):.7f}; "
           f"all layers' last min {cos_all.min():.7f} (goal >= 0.9999: {'ok' if min(cos.min(), cos_all.min()) >= 0.9999 else 'MISSED'})")
     if "bf16" in encoders:
         # accuracy moves in steps of 100 / n points: the parity set is larger than the timed one (not timed)
@@ -262,7 +275,7 @@ def main() -> int:
               + " ".join(f"{d:+.2f}" for d in sweep)
               + f" (goal within 0.2 points: {'ok' if max(map(abs, sweep)) <= 0.2 else 'MISSED'})")
     if args.profile:
-        for name in ("st fp32", "xeval 1 layer fp32", "xeval 1 layer bf16"):
+        for name in ("st fp32", f"xeval layer {last[0]} fp32", f"xeval layer {last[0]} bf16"):
             if name in variants:
                 profile(name, variants[name], args.profile_rows)
     return 0

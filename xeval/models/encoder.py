@@ -29,6 +29,7 @@ from xeval.base.hashing import hash_files, hash_json
 from xeval.models import load_report
 from xeval.models.batching import length_batches
 from xeval.models.files import check_model_folder, locate_model
+from xeval.models.layer_stack import stack_cut_after
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
 
@@ -390,15 +391,19 @@ class Encoder:
 
     # ------------------------------------------------------------------ forward
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """All hidden states: a tuple of num_layers + 1 tensors [B, T, H]."""
-        out = self.model(
-            input_ids=input_ids.to(self.device),
-            attention_mask=attention_mask.to(self.device),
-            output_hidden_states=True,
-            return_dict=True,
-        )
-        return tuple(out.hidden_states)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                up_to: int | None = None) -> tuple[torch.Tensor, ...]:
+        """All hidden states: a tuple of num_layers + 1 tensors [B, T, H]; with ``up_to`` k at least k + 1 of them,
+        the first k + 1 the same as a full pass's (bit for bit: ``xeval.models.layer_stack``)."""
+        def run():
+            return self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
+                              output_hidden_states=True, return_dict=True).hidden_states
+
+        with stack_cut_after(self.model, self.num_layers if up_to is None else up_to) as cut:
+            states = tuple(run())
+        if cut and len(states) != up_to + 1:  # transformers recorded the states some other way: the full pass
+            states = tuple(run())
+        return states
 
     @torch.inference_mode()
     def sentence_embeddings(
@@ -446,7 +451,7 @@ class Encoder:
                 return_tensors="pt",
                 return_special_tokens_mask=True,
             )
-            states = self.forward(enc["input_ids"], enc["attention_mask"])
+            states = self.forward(enc["input_ids"], enc["attention_mask"], up_to=max(layers, default=None))
             mask = enc["attention_mask"].to(self.device).float()  # [B, T]
             if not include_special:
                 mask = mask * (1 - enc["special_tokens_mask"].to(self.device).float())
@@ -481,7 +486,7 @@ class Encoder:
             batches = console.progress(batches, desc=f"encode {len(sentences)} sentences", unit="batch")
         for idx in batches:
             batch = self.tokenize_words([sentences[i] for i in idx])
-            states = self.forward(batch.input_ids, batch.attention_mask)
+            states = self.forward(batch.input_ids, batch.attention_mask, up_to=max(layers, default=None))
             stacked = torch.stack([states[k] for k in layers]).float().cpu().numpy()  # [L, B, T, H]
             for b, i in enumerate(idx):
                 positions = [t for t, w in enumerate(batch.word_ids[b]) if w is not None]
