@@ -80,3 +80,13 @@ def test_a_probe_of_a_lower_layer_stops_the_pass_there_bit_for_bit(tiny):
     [(words_cut, _)] = tiny.word_piece_states([["the", "cat"]], layers=[1])
     [(words_full, _)] = tiny.word_piece_states([["the", "cat"]], layers=[1, 2])
     assert np.array_equal(words_cut[0], words_full[0])
+
+
+def test_a_cut_first_pass_leaves_the_full_stack_recorded(tmp_path):
+    """transformers installs its hidden-state hooks at the first forward: a first pass cut at layer 1 must not
+    leave layer 2 unrecorded for every later full pass."""
+    fresh = Encoder(make_tiny_bert(tmp_path / "fresh"))
+    enc = fresh.tokenizer(["the cat sat", "le chat"], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        assert len(fresh.forward(enc["input_ids"], enc["attention_mask"], up_to=1)) == 2
+        assert len(fresh.forward(enc["input_ids"], enc["attention_mask"])) == 3

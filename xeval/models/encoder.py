@@ -403,6 +403,9 @@ class Encoder:
             states = tuple(run())
         if cut and len(states) != up_to + 1:  # transformers recorded the states some other way: the full pass
             states = tuple(run())
+        if not cut and len(states) != self.num_layers + 1:  # never a silently shorter list of layers
+            raise RuntimeError(f"{self.spec}: {len(states)} hidden states from a full pass, expected "
+                               f"{self.num_layers + 1}")
         return states
 
     @torch.inference_mode()

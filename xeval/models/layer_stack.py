@@ -29,8 +29,15 @@ def stack_cut_after(model: torch.nn.Module, layers: int):
     if not cut:
         yield False
         return
-    # the same layer modules (and the hooks transformers records hidden states with), fewer of them
-    encoder.layer = stack[:layers]
+    # transformers >= 5 records hidden states by forward hooks, installed on the modules present at the first
+    # forward: installed now, on the whole stack, or layers above the cut would never be recorded again
+    try:
+        from transformers.utils.output_capturing import maybe_install_capturing_hooks
+    except ImportError:  # an older transformers collects them in the layer loop: nothing to install
+        pass
+    else:
+        maybe_install_capturing_hooks(model)
+    encoder.layer = stack[:layers]  # the same layer modules (and their hooks), fewer of them
     try:
         yield True
     finally:
