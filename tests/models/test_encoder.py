@@ -63,3 +63,30 @@ def test_pickle_weights_are_refused(tmp_path):
     torch.save(model.state_dict(), folder / "pytorch_model.bin")
     with pytest.raises(UserError, match="cannot load"):
         Encoder(folder)
+
+
+def test_a_probe_of_a_lower_layer_stops_the_pass_there_bit_for_bit(tiny):
+    """xeval.models.layer_stack: hidden_states[k] from the stack cut after layer k is the full pass's, exactly."""
+    texts = ["the cat sat", "der Hund schläft im Haus heute", "我 喜欢 猫", "le chat dort"]
+    full = tiny.sentence_embeddings(texts, layers=[0, 1, 2], batch_size=2)
+    cut = tiny.sentence_embeddings(texts, layers=[0, 1], batch_size=2)
+    assert np.array_equal(cut, full[:2])
+    enc = tiny.tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        states = tiny.forward(enc["input_ids"], enc["attention_mask"], up_to=1)
+        every = tiny.forward(enc["input_ids"], enc["attention_mask"])
+    assert len(states) == 2 and len(every) == 3 and all(torch.equal(a, b) for a, b in zip(states, every))
+    assert len(tiny.model.encoder.layer) == tiny.num_layers  # the stack is put back
+    [(words_cut, _)] = tiny.word_piece_states([["the", "cat"]], layers=[1])
+    [(words_full, _)] = tiny.word_piece_states([["the", "cat"]], layers=[1, 2])
+    assert np.array_equal(words_cut[0], words_full[0])
+
+
+def test_a_cut_first_pass_leaves_the_full_stack_recorded(tmp_path):
+    """transformers installs its hidden-state hooks at the first forward: a first pass cut at layer 1 must not
+    leave layer 2 unrecorded for every later full pass."""
+    fresh = Encoder(make_tiny_bert(tmp_path / "fresh"))
+    enc = fresh.tokenizer(["the cat sat", "le chat"], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        assert len(fresh.forward(enc["input_ids"], enc["attention_mask"], up_to=1)) == 2
+        assert len(fresh.forward(enc["input_ids"], enc["attention_mask"])) == 3

@@ -27,7 +27,9 @@ from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.base.hashing import hash_files, hash_json
 from xeval.models import load_report
+from xeval.models.batching import length_batches
 from xeval.models.files import check_model_folder, locate_model
+from xeval.models.layer_stack import stack_cut_after
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
 
@@ -389,15 +391,22 @@ class Encoder:
 
     # ------------------------------------------------------------------ forward
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """All hidden states: a tuple of num_layers + 1 tensors [B, T, H]."""
-        out = self.model(
-            input_ids=input_ids.to(self.device),
-            attention_mask=attention_mask.to(self.device),
-            output_hidden_states=True,
-            return_dict=True,
-        )
-        return tuple(out.hidden_states)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                up_to: int | None = None) -> tuple[torch.Tensor, ...]:
+        """All hidden states: a tuple of num_layers + 1 tensors [B, T, H]; with ``up_to`` k at least k + 1 of them,
+        the first k + 1 the same as a full pass's (bit for bit: ``xeval.models.layer_stack``)."""
+        def run():
+            return self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
+                              output_hidden_states=True, return_dict=True).hidden_states
+
+        with stack_cut_after(self.model, self.num_layers if up_to is None else up_to) as cut:
+            states = tuple(run())
+        if cut and len(states) != up_to + 1:  # transformers recorded the states some other way: the full pass
+            states = tuple(run())
+        if not cut and len(states) != self.num_layers + 1:  # never a silently shorter list of layers
+            raise RuntimeError(f"{self.spec}: {len(states)} hidden states from a full pass, expected "
+                               f"{self.num_layers + 1}")
+        return states
 
     @torch.inference_mode()
     def sentence_embeddings(
@@ -412,7 +421,7 @@ class Encoder:
     ) -> np.ndarray:
         """Pooled sentence vectors of several layers from ONE forward pass per batch.
 
-        Returns float32 [len(layers), N, H] in the order of ``texts`` (batches are length-sorted internally).
+        Returns float32 [len(layers), N, H] in the order of ``texts`` (batches by subword count, ``batching``).
         pooling: "mean" (XTREME's Tatoeba/BUCC choice), "cls", or "model": as a sentence-transformers folder's
         modules say (``xeval.models.sentence_modules``; Dense and Normalize on the last layer). include_special: mean over
         all tokens including <s>/</s> (XTREME) or over word tokens only (not for "model", which pools as the
@@ -430,20 +439,22 @@ class Encoder:
             if not 0 <= layer <= self.num_layers:
                 raise UserError(f"layer {layer} out of range: {self.spec} has layers 0..{self.num_layers}")
         out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        limit = max_length or self.max_length
+        # by subword count under a token budget (xeval.models.batching): the padded shape is what a forward pays for
+        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
+        batches = length_batches(lengths, batch_size)
         if progress:  # drawn on a terminal only (xeval.base.console)
             batches = console.progress(batches, desc=f"encode {len(texts)} sentences", unit="batch")
         for idx in batches:
             enc = self.tokenizer(
                 [texts[i] for i in idx],
                 truncation=True,
-                max_length=max_length or self.max_length,
+                max_length=limit,
                 padding=True,
                 return_tensors="pt",
                 return_special_tokens_mask=True,
             )
-            states = self.forward(enc["input_ids"], enc["attention_mask"])
+            states = self.forward(enc["input_ids"], enc["attention_mask"], up_to=max(layers, default=None))
             mask = enc["attention_mask"].to(self.device).float()  # [B, T]
             if not include_special:
                 mask = mask * (1 - enc["special_tokens_mask"].to(self.device).float())
@@ -470,14 +481,15 @@ class Encoder:
         """
         layers = list(range(self.num_layers + 1)) if layers is None else list(layers)
         results: list[tuple[np.ndarray, list[int]] | None] = [None] * len(sentences)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        starts = range(0, len(order), batch_size)
+        # by subword count under a token budget (xeval.models.batching), as sentence_embeddings
+        lengths = [len(ids) for ids in self.tokenizer(sentences, is_split_into_words=True, truncation=True,
+                                                      max_length=self.max_length)["input_ids"]]
+        batches = length_batches(lengths, batch_size)
         if progress:
-            starts = console.progress(starts, desc=f"encode {len(sentences)} sentences", unit="batch")
-        for start in starts:
-            idx = order[start : start + batch_size]
+            batches = console.progress(batches, desc=f"encode {len(sentences)} sentences", unit="batch")
+        for idx in batches:
             batch = self.tokenize_words([sentences[i] for i in idx])
-            states = self.forward(batch.input_ids, batch.attention_mask)
+            states = self.forward(batch.input_ids, batch.attention_mask, up_to=max(layers, default=None))
             stacked = torch.stack([states[k] for k in layers]).float().cpu().numpy()  # [L, B, T, H]
             for b, i in enumerate(idx):
                 positions = [t for t, w in enumerate(batch.word_ids[b]) if w is not None]
