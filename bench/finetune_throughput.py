@@ -7,7 +7,11 @@ For tagging (UD-POS English) and pair classification (MultiNLI subset), the same
   and 4 passes of gradient accumulation a step (scripts/train_udpos.sh, train_xnli.sh), no sorting;
 - (b) hf: the same models in a plain hand-written loop: the collator pads each batch to its longest, the whole
   step in one pass;
-- (c) xeval: the adapter's features (word windows, first-subword labels / pair encoding) and
+- (c) trainer: the same models through ``transformers.Trainer`` with its defaults for the task (what a user
+  writing a fine-tuning script would run): the same collator (dynamic padding), ``per_device_train_batch_size``
+  = the whole step in one pass, fused AdamW (its default optimiser), linear schedule, clipping at 1.0, no
+  logging, saving or evaluation inside the timed loop;
+- (d) xeval: the adapter's features (word windows, first-subword labels / pair encoding) and
   ``training.fine_tune`` with the card's recipe (8 x 4 micro-batches as XTREME, batches grouped by length and
   padded each to its longest, each micro-batch trimmed to its own longest), with the adapter's head.
 
@@ -24,6 +28,7 @@ timer). Repeats are interleaved (order reversed every other repeat) after one wa
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import sys
 import tempfile
@@ -60,7 +65,7 @@ def context(encoder, root: Path, recipe: dict):
                       tasks=task_options(recipe))
 
 
-# ------------------------------------------------------------------------------------------------ the two loops
+# ------------------------------------------------------------------------------------------------ the loops
 
 
 def xeval_runner(family, features, recipe, device):
@@ -113,6 +118,27 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, a
     return prepare
 
 
+def trainer_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
+    """``transformers.Trainer`` with its defaults for this task; only what would make it log, save, evaluate or
+    report inside the timed loop is switched off."""
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    def prepare():
+        torch.manual_seed(1)
+        model = auto_cls.from_pretrained(folder, num_labels=num_labels, use_safetensors=True)
+        args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=recipe.batch_size,
+                                 max_steps=recipe.max_steps, learning_rate=recipe.learning_rate,
+                                 adam_epsilon=recipe.adam_epsilon, max_grad_norm=recipe.max_grad_norm,
+                                 warmup_steps=0, seed=1, report_to="none", save_strategy="no",
+                                 logging_strategy="no", eval_strategy="no", disable_tqdm=True,
+                                 use_cpu=str(device) == "cpu")
+        trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
+        return trainer.train
+
+    return prepare
+
+
 def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, device):
     """(a) XTREME's recipe: every batch padded to max_seq_length 128, 8 examples x 4 accumulation per step
     (scripts/train_udpos.sh, train_xnli.sh for base models), unsorted; (b) a plain HF loop: dynamic padding by
@@ -121,7 +147,12 @@ def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, de
                        collator_cls(tok, padding="max_length", max_length=recipe.max_length), recipe, device,
                        accumulation=4)
     plain = hf_runner(auto_cls, folder, num_labels, dataset, collator_cls(tok), recipe, device)
-    return {"xtreme": xtreme, "hf": plain}
+    runs = {"xtreme": xtreme, "hf": plain}
+    if importlib.util.find_spec("accelerate") is None:  # Trainer needs it: pip install -e ".[bench]"
+        print("(no trainer peer: transformers.Trainer needs accelerate, pip install -e '.[bench]')", flush=True)
+    else:
+        runs["trainer"] = trainer_runner(auto_cls, folder, num_labels, dataset, collator_cls(tok), recipe, device)
+    return runs
 
 
 def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
@@ -199,7 +230,8 @@ def compare(name: str, runs: dict, examples_per_run: int, repeats: int) -> float
     rate = {k: examples_per_run / statistics.median(v) for k, v in times.items()}
     print(f"{name:<16} " + "   ".join(f"{k} {rate[k]:7.1f} ex/s" for k in keys)
           + f"   xeval/xtreme {rate['xeval'] / rate['xtreme']:.2f}   xeval/hf {rate['xeval'] / rate['hf']:.2f}   "
-          f"(medians of {repeats}, {examples_per_run} examples a run)", flush=True)
+          + (f"xeval/trainer {rate['xeval'] / rate['trainer']:.2f}   " if "trainer" in rate else "")
+          + f"(medians of {repeats}, {examples_per_run} examples a run)", flush=True)
     return rate['xeval'] / rate['xtreme']
 
 
