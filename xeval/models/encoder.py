@@ -441,19 +441,14 @@ class Encoder:
         out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
         limit = max_length or self.max_length
         # by subword count under a token budget (xeval.models.batching): the padded shape is what a forward pays for
-        lengths = [len(ids) for ids in self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
-        batches = length_batches(lengths, batch_size)
+        # tokenised once: the subword counts decide the batches, each batch is padded from the same ids
+        encoded = self.tokenizer(texts, truncation=True, max_length=limit, return_special_tokens_mask=True)
+        fields = ("input_ids", "attention_mask", "special_tokens_mask")
+        batches = length_batches([len(ids) for ids in encoded["input_ids"]], batch_size)
         if progress:  # drawn on a terminal only (xeval.base.console)
             batches = console.progress(batches, desc=f"encode {len(texts)} sentences", unit="batch")
         for idx in batches:
-            enc = self.tokenizer(
-                [texts[i] for i in idx],
-                truncation=True,
-                max_length=limit,
-                padding=True,
-                return_tensors="pt",
-                return_special_tokens_mask=True,
-            )
+            enc = self.tokenizer.pad({k: [encoded[k][i] for i in idx] for k in fields}, return_tensors="pt")
             states = self.forward(enc["input_ids"], enc["attention_mask"], up_to=max(layers, default=None))
             mask = enc["attention_mask"].to(self.device).float()  # [B, T]
             if not include_special:
