@@ -12,7 +12,9 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
 - ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-bf16-fused``: + the
   fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW);
   ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16_weights`` runs;
-  ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder.
+  ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder;
+  ``xeval-bf16-noattndrop``: ``xeval-bf16-fused`` with ``model.attention_probs_dropout_prob: 0`` (SDPA's fused
+  kernel), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no dropout masks); opt-ins that change the maths.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
   query pass to layer round(2/3 L) with gradients, momentum key pass without), i.e. contrast over the same text;
@@ -114,9 +116,9 @@ def build_variants(args, tokens, device):
     hf("hf-bert")  # the peer of the "vs hf-bert" column: torch's default (foreach) AdamW
     hf("hf-bert-fused", fused=True)  # the optimiser HF's Trainer picks by default since torch 2.8 (adamw_torch_fused)
 
-    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False):
+    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False, **dropout):
         torch.manual_seed(0)
-        cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **shape)
+        cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **{**shape, **dropout})
         model = PretrainModel(cfg, objectives, tokens).to(device).train()
         if compile_:
             model.encoder.compile()
@@ -155,6 +157,12 @@ def build_variants(args, tokens, device):
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
         # + bf16 weights, fp32 masters in the optimiser: xeval pretrain's train.bf16_weights
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
+        # opt-ins that change the model's maths (docs/pretrain-configs.md): without attention dropout SDPA takes
+        # torch's fused (flash) CPU kernel; without any dropout the step draws no random masks at all
+        engine("xeval-bf16-noattndrop", {"mlm": {}}, bias=False, amp=True, fused=True,
+               attention_probs_dropout_prob=0.0)
+        engine("xeval-bf16-nodrop", {"mlm": {}}, bias=False, amp=True, fused=True,
+               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
     if args.compile:
         engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True, fused=True,
                bf16_weights=not args.no_bf16)
@@ -242,13 +250,13 @@ def main() -> None:
           f"{args.threads} thread(s) on {device}; matmul peak fp32 {peak32 / 1e9:.1f} GFLOP/s, bf16 "
           f"{peak16 / 1e9:.1f} GFLOP/s; medians of {args.repeats} rounds x {args.steps} steps")  # fmt: skip
     fused = f" {'vs hf-bert-fused':>13s}" if "hf-bert-fused" in med else ""
-    print(f"{'variant':19s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s}{fused} {'GFLOP/step':>11s} "
+    print(f"{'variant':22s} {'s/step':>8s} {'tokens/s':>10s} {'vs hf-bert':>10s}{fused} {'GFLOP/step':>11s} "
           f"{'util':>6s}")
     for v in variants:
         t = med[v.name]
         peak = peak16 if v.amp else peak32
         fused = f" {med['hf-bert-fused'] / t:12.2f}x" if "hf-bert-fused" in med else ""
-        print(f"{v.name:19s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x{fused} "
+        print(f"{v.name:22s} {t:8.3f} {tokens_per_step / t:10,.0f} {med['hf-bert'] / t:9.2f}x{fused} "
               f"{v.flops / 1e9:11.2f} {100 * v.flops / t / peak:5.1f}%")  # fmt: skip
     if "xlm-e" in med and "mlm+xlco" in med:
         print(f"step cost relative to the engine's MLM step (same batch, fp32, biases): xlm-e "

@@ -111,6 +111,26 @@ def test_exit_layer_stops_early_and_matches_hidden_state():
     assert torch.equal(model(ids, exit_layer=2).last_hidden_state, full[2])
 
 
+def _attention_kernels(model: XevalModel, ids: torch.Tensor) -> set[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(ids).last_hidden_state.sum().backward()
+    return {e.key for e in prof.key_averages() if "attention" in e.key or e.key == "aten::bernoulli_"}
+
+
+def test_no_attention_dropout_takes_the_fused_kernel_in_training():
+    """``attention_probs_dropout_prob: 0`` is the opt-in docs/engine.md names for SDPA's fused CPU kernel: in
+    training mode with attention dropout, SDPA falls back to its math path and draws a random mask."""
+    torch.manual_seed(0)
+    ids = torch.randint(4, 100, (2, 16))
+    fused = _attention_kernels(XevalModel(tiny_config(attention_probs_dropout_prob=0.0)).train(), ids)
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in fused
+    assert "aten::_scaled_dot_product_attention_math" not in fused and "aten::bernoulli_" not in fused
+    dropped = _attention_kernels(XevalModel(tiny_config(attention_probs_dropout_prob=0.1)).train(), ids)
+    assert "aten::_scaled_dot_product_attention_math" in dropped and "aten::bernoulli_" in dropped
+
+
 def test_mlm_head_projects_only_masked_positions():
     cfg = tiny_config()
     model = XevalModel(cfg)
