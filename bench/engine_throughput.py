@@ -157,7 +157,7 @@ def build_variants(args, tokens, device):
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
         # + bf16 weights, fp32 masters in the optimiser: xeval pretrain's train.bf16_weights
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
-        # opt-ins that change the model's maths (docs/pretrain-configs.md): without attention dropout SDPA takes
+        # opt-ins that change the model's maths (docs/engine.md, "Options"): without attention dropout SDPA takes
         # torch's fused (flash) CPU kernel; without any dropout the step draws no random masks at all
         engine("xeval-bf16-noattndrop", {"mlm": {}}, bias=False, amp=True, fused=True,
                attention_probs_dropout_prob=0.0)
