@@ -2,10 +2,10 @@
 
 torch reads the setting once per process, so each measurement is a fresh worker process: the same model, batches
 and optimiser steps with the setting on and off, interleaved (on, off, off, on, ...), one warm-up step each; the
-median step time of each worker, then the median over workers. The step is xeval's fine-tuning step (forward,
-backward, clipping at 1.0, fused AdamW, ``zero_grad(set_to_none=True)``) of a token-classification head on FLORES-200
-English sentences (random labels: timing only), so the embedding's gradient is reallocated every step as in a real
-fine-tune. The minor page faults per step are counted too (what the setting changes).
+median step time of each worker, then the median over workers. The step is the one xeval's
+fine-tuning loop takes, written out (forward, backward, clipping at 1.0, fused AdamW,
+``zero_grad(set_to_none=True)``), of a token-classification head on FLORES-200 English sentences (random labels:
+timing only), so the embedding's gradient is reallocated every step as in a real fine-tune. The minor page faults per step are counted too (what the setting changes).
 
     python bench/huge_pages.py --model $E5 --batch-size 8 --steps 6 --repeats 3 --threads 1
 """

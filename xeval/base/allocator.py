@@ -2,8 +2,9 @@
 
 Why: torch frees and reallocates a parameter's gradient every step (``zero_grad(set_to_none=True)``), and glibc
 serves such a large block with a fresh ``mmap``, so its pages are faulted in again on every step. For the 250k x 384
-embedding of XLM-R's vocabulary (multilingual-e5-small) that gradient is 384 MB, ~94,000 pages of 4 KiB: about
-0.2 of a 1.8 s fine-tuning step at batch 8 went to those faults (docs/measurements.md, "Fine-tuning speed").
+embedding of XLM-R's vocabulary (multilingual-e5-small) that gradient is 384 MB, ~94,000 pages of 4 KiB a step;
+with huge pages a step at batch 8 took 1.11 s instead of 1.26 s, at batch 32 no difference was measurable
+(bench/huge_pages.py; docs/measurements.md, "Fine-tuning speed").
 PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` aligns allocations of 2 MiB and more and asks the kernel for huge pages
 (``madvise``), 512 times fewer faults. Where the memory comes from is not arithmetic: the numbers do not change.
 
