@@ -1,19 +1,25 @@
-"""A pre-training recipe's seeds against their random-init controls: ``reports/<name>.md`` from one result store.
+"""A pre-training recipe's seeds against both floors -- their random-init controls and the char n-gram TF-IDF
+baseline -- as ``reports/<name>.md`` (and a layer-curve figure) from one result store.
 
-    python -m xeval run --model ckpt-s0 --suite engine --layers all --control random-init --out runs/   # each seed
-    python bench/recipe_report.py runs/ --title "general-cpu, 2 seeds" --out reports/general-cpu.md
+    python -m xeval run --model ckpt-s0 --suite engine --layers all --control random-init,charngram --out runs/
+    python -m xeval run --model ckpt-s0 --suite probes --tasks alignment --layers all --control random-init --out runs/
+    python bench/recipe_report.py runs/ --title "general-cpu, 2 seeds" --out reports/general-cpu.md --figure fig.png
 
-Every model of the store whose key has no ``-random-init`` is a seed of the recipe; ``<name>-random-init`` is its
-control (same architecture and tokenizer, random weights). Each probe is read at the layer its own rule chose
-(``choose_layers``: FLORES dev for Tatoeba and FLORES, never the reported split; the held-out set has no dev split:
-its best layer, marked), per model. Reported: per task the mean ± std over seeds (top-1 accuracy en→xx, XTREME's
-official direction, and the mean of both directions), the controls likewise; per Tatoeba language each seed, the
-mean, the control mean and Δ; and in how many languages the seeds' mean beats the controls' mean.
+Every model of the store whose key has no ``-random-init`` and is not ``charngram`` is a seed of the recipe;
+``<name>-random-init`` is its control (same architecture and tokenizer, random weights); ``charngram`` is the string
+similarity baseline (no network, no pairs; retrieval probes only, no layers). Each probe is read at the layer its own
+rule chose (``choose_layers``: FLORES dev for Tatoeba and FLORES, never the reported split; the held-out pairs and
+word alignment have no dev split: their best layer, marked as such), per model. Reported: per task the mean ± std
+over seeds (top-1 accuracy en→xx, XTREME's official direction, and the mean of both directions; AER for alignment),
+the controls and the char n-gram baseline likewise; per Tatoeba and FLORES language each seed, the mean, the
+control mean, the char n-gram score and in how many languages the seeds' mean beats each floor; the means over the
+Latin-script languages (where string overlap is strong); and the layer curves (every layer's language mean).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import shlex
 import statistics
 import sys
@@ -22,6 +28,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CONTROL = "-random-init"
+CHARNGRAM = "charngram"
+RETRIEVAL = ("tatoeba", "flores", "heldout")
+TASKS = (*RETRIEVAL, "alignment")
+PER_LANGUAGE = ("tatoeba", "flores")
 
 
 def mean_std(values: list[float]) -> str:
@@ -32,88 +42,223 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
+def latin_languages() -> set[str]:
+    """The languages whose evaluation text is in Latin script (``xeval/data/typology.tsv``'s ``script`` column)."""
+    path = REPO / "xeval" / "data" / "typology.tsv"
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    reader = csv.DictReader(rows, delimiter="\t")
+    return {row["lang"] for row in reader if row["script"] == "Latn"}
+
+
+def _score(task: str, metrics: dict) -> tuple[float, float]:
+    """(headline, both-direction mean): en→xx accuracy and the mean of both directions; AER twice for alignment."""
+    if task == "alignment":
+        return metrics["aer"], metrics["aer"]
+    both = (metrics["accuracy_en_xx"] + metrics["accuracy_xx_en"]) / 2 if "accuracy_xx_en" in metrics \
+        else metrics["accuracy"]
+    return metrics["accuracy"], both
+
+
 def collect(runs: Path):
-    """{model name: {task: (layer, rule, {lang: (en->xx, both-direction mean)})}} at each model's chosen layer, on
-    the reported split (never FLORES dev)."""
-    from xeval.results.layers import choose_layers
+    """(chosen, curves): chosen = {model name: {task: (layer, rule, {lang: (headline, both)})}} at each model's
+    chosen layer on the reported split (never FLORES dev; the char n-gram baseline has no layer); curves =
+    {model name: {task: {layer: language mean}}} on the reported split."""
+    from xeval.results.layers import choose_layers, layer_curves
     from xeval.results.store import Store
 
     records = list(Store(runs).records())
     chosen = {}
     for (model, task), (choice, curve) in choose_layers(records).items():
-        if curve is None:
+        if curve is None or task not in TASKS:
             continue
         if choice.rule == "dev":
             chosen[(model, task)] = (choice.layer, "FLORES dev")
-        else:
+        else:  # no selection split: the reported set's own best layer, which the tables mark
             chosen[(model, task)] = (curve.universal_layer, "best layer (no dev split)")
     out: dict = defaultdict(dict)
+    for r in records:  # the baseline: one number per language, no layer
+        u = r.unit
+        if u.model.startswith(CHARNGRAM + "@") and u.task in TASKS and u.split != "dev" and r.metrics:
+            out[CHARNGRAM].setdefault(u.task, (None, "no layers", {}))[2][u.lang] = _score(u.task, r.metrics)
     for (model, task), (layer, rule) in chosen.items():
         langs = {}
         for r in records:
             u = r.unit
             if u.model != model or u.task != task or u.layer != layer or u.split == "dev" or not r.metrics:
                 continue
-            m = r.metrics
-            both = (m["accuracy_en_xx"] + m["accuracy_xx_en"]) / 2 if "accuracy_xx_en" in m else m["accuracy"]
-            langs[u.lang] = (m["accuracy"], both)
+            langs[u.lang] = _score(task, r.metrics)
         out[model.split("@")[0]][task] = (layer, rule, langs)
+    curves: dict = defaultdict(dict)
+    for c in layer_curves(records, metric=None):
+        if c.task in TASKS:
+            curves[c.model.split("@")[0]][c.task] = c.scores
+    return out, curves
+
+
+def _models(table):
+    seeds = sorted(m for m in table if not m.endswith(CONTROL) and m != CHARNGRAM)
+    controls = [f"{m}{CONTROL}" for m in seeds if f"{m}{CONTROL}" in table]
+    return seeds, controls
+
+
+def _lang_means(table, models, task, idx, only=None):
+    out = []
+    for m in models:
+        if task not in table.get(m, {}):
+            continue
+        values = [v[idx] for lang, v in table[m][task][2].items() if only is None or lang in only]
+        if values:
+            out.append(statistics.mean(values))
     return out
 
 
-def build(runs: Path, title: str, command: str, how: list[str] | None = None) -> str:
-    table = collect(runs)
-    seeds = sorted(m for m in table if not m.endswith(CONTROL))
-    controls = [f"{m}{CONTROL}" for m in seeds if f"{m}{CONTROL}" in table]
-    tasks = [t for t in ("tatoeba", "flores", "heldout") if any(t in table[m] for m in seeds)]
-    lines = [f"# {title}", ""]
-    if how:  # the commands that made the store
-        lines += ["The runs behind this report:", "", "```", *how, "```", ""]
-    lines += [f"Regenerate: `{command}`", "",
-             f"Seeds: {', '.join(seeds)}; controls: {', '.join(controls) or 'none'} (same architecture and tokenizer, "
-             "random weights). Scores: top-1 accuracy (%), en→xx (XTREME's official direction) and the mean of both "
-             "directions, language mean, each model at the layer its rule chose (FLORES dev; never Tatoeba).", "",
-             "| task | languages | seeds en→xx | controls en→xx | seeds both | controls both | layer (rule) |",
-             "|---|---|---|---|---|---|---|"]
-
-    def lang_means(models, task, idx):
-        return [statistics.mean(v[idx] for v in table[m][task][2].values()) for m in models if task in table[m]]
-
+def summary(table, seeds, controls, tasks) -> list[str]:
+    lines = ["| task | languages | seeds en→xx | controls en→xx | char n-gram en→xx | seeds both | controls both | "
+             "char n-gram both | layer (rule) |", "|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
         n = len(table[seeds[0]][task][2]) if task in table[seeds[0]] else 0
         layers = ", ".join(f"{table[m][task][0]}" for m in seeds if task in table[m])
         rule = table[seeds[0]][task][1]
-        lines.append(f"| {task} | {n} | {mean_std(lang_means(seeds, task, 0))} | "
-                     f"{mean_std(lang_means(controls, task, 0))} | {mean_std(lang_means(seeds, task, 1))} | "
-                     f"{mean_std(lang_means(controls, task, 1))} | {layers} ({rule}) |")
-    if "tatoeba" in tasks:
-        langs = sorted(set().union(*(table[m]["tatoeba"][2] for m in seeds if "tatoeba" in table[m])))
-        head = " | ".join(seeds)
-        lines += ["", "## Tatoeba per language (en→xx, %)", "",
-                  f"| lang | {head} | mean | control mean | Δ | above control |",
-                  "|---|" + "---|" * (len(seeds) + 4)]
-        above = 0
-        for lang in langs:
-            vals = [table[m]["tatoeba"][2][lang][0] for m in seeds if lang in table[m]["tatoeba"][2]]
-            ctl = [table[c]["tatoeba"][2][lang][0] for c in controls if lang in table[c].get("tatoeba", (0, 0, {}))[2]]
-            mv, mc = statistics.mean(vals), statistics.mean(ctl) if ctl else float("nan")
-            win = mv > mc
-            above += win
-            lines.append(f"| {lang} | " + " | ".join(f"{v:.1f}" for v in vals) +
-                         f" | {mv:.1f} | {mc:.1f} | {mv - mc:+.1f} | {'yes' if win else 'no'} |")
-        lines += ["", f"Above the control (seeds' mean > controls' mean): **{above} of {len(langs)}** languages.", ""]
+        cells = [mean_std(_lang_means(table, seeds, task, 0)), mean_std(_lang_means(table, controls, task, 0)),
+                 _cell(_lang_means(table, [CHARNGRAM], task, 0)), mean_std(_lang_means(table, seeds, task, 1)),
+                 mean_std(_lang_means(table, controls, task, 1)), _cell(_lang_means(table, [CHARNGRAM], task, 1))]
+        name = "alignment (AER, lower is better)" if task == "alignment" else task
+        lines.append(f"| {name} | {n} | " + " | ".join(cells) + f" | {layers} ({rule}) |")
+    return lines
+
+
+def _cell(values: list[float]) -> str:
+    return f"{values[0]:.1f}" if values else "—"
+
+
+def per_language(table, seeds, controls, task, latin) -> list[str]:
+    langs = sorted(set().union(*(table[m][task][2] for m in seeds if task in table[m])))
+    has_ngram = task in table.get(CHARNGRAM, {})
+    head = " | ".join(seeds)
+    lines = [f"| lang | {head} | mean | control mean | char n-gram | Δ control | Δ char n-gram | above both |",
+             "|---|" + "---|" * (len(seeds) + 6)]
+    above_control = above_ngram = above_both = 0
+    for lang in langs:
+        vals = [table[m][task][2][lang][0] for m in seeds if lang in table[m][task][2]]
+        ctl = [table[c][task][2][lang][0] for c in controls if lang in table[c].get(task, (0, 0, {}))[2]]
+        ngram = table[CHARNGRAM][task][2].get(lang, (float("nan"),))[0] if has_ngram else float("nan")
+        mv = statistics.mean(vals)
+        mc = statistics.mean(ctl) if ctl else float("nan")
+        win_c, win_n = mv > mc, mv > ngram
+        above_control += win_c
+        above_ngram += win_n
+        above_both += win_c and win_n
+        script = "" if lang in latin else " *"
+        lines.append(f"| {lang}{script} | " + " | ".join(f"{v:.1f}" for v in vals) +
+                     f" | {mv:.1f} | {mc:.1f} | {ngram:.1f} | {mv - mc:+.1f} | {mv - ngram:+.1f} | "
+                     f"{'yes' if win_c and win_n else 'no'} |")
+    latin_langs = [lang for lang in langs if lang in latin]
+    seeds_latin = _lang_means(table, seeds, task, 0, set(latin_langs))
+    ngram_latin = _lang_means(table, [CHARNGRAM], task, 0, set(latin_langs))
+    other = set(langs) - set(latin_langs)
+    lines += ["", "`*`: not Latin script. Seeds' mean above the control in "
+              f"**{above_control} of {len(langs)}** languages, above the char n-gram baseline in "
+              f"**{above_ngram} of {len(langs)}**, above both in **{above_both}**.",
+              f"Latin-script languages ({len(latin_langs)}): seeds {mean_std(seeds_latin)}, char n-gram "
+              f"{_cell(ngram_latin)}; the other {len(other)}: seeds {mean_std(_lang_means(table, seeds, task, 0, other))}, "
+              f"char n-gram {_cell(_lang_means(table, [CHARNGRAM], task, 0, other))}.", ""]
+    return lines
+
+
+def layer_table(curves, seeds, controls, task) -> list[str]:
+    layers = sorted(set().union(*(curves[m].get(task, {}) for m in seeds)))
+    if not layers:
+        return []
+    lines = ["| layer | seeds | controls |", "|---|---|---|"]
+    for layer in layers:
+        s = [curves[m][task][layer] for m in seeds if layer in curves[m].get(task, {})]
+        c = [curves[m][task][layer] for m in controls if layer in curves.get(m, {}).get(task, {})]
+        lines.append(f"| {layer} | {mean_std(s)} | {mean_std(c)} |")
+    return lines
+
+
+def figure(curves, table, seeds, controls, tasks, path: Path) -> None:
+    """One panel per task: the seeds' language mean per layer (line: mean over seeds, band: min-max), the controls
+    dashed, the char n-gram baseline dotted (one number, no layers)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in tasks if any(t in curves[m] for m in seeds)]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks), 2.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for models, style, label in ((seeds, "-", "seeds"), (controls, "--", "random-init controls")):
+            layers = sorted(set().union(*(curves[m].get(task, {}) for m in models))) if models else []
+            if not layers:
+                continue
+            rows = [[curves[m][task][k] for m in models if k in curves[m].get(task, {})] for k in layers]
+            ax.plot(layers, [statistics.mean(r) for r in rows], style, color="C0" if models is seeds else "C1",
+                    label=label, marker="o" if models is seeds else None, ms=3)
+            if len(models) > 1:
+                ax.fill_between(layers, [min(r) for r in rows], [max(r) for r in rows], alpha=0.2,
+                                color="C0" if models is seeds else "C1", lw=0)
+        ngram = _lang_means(table, [CHARNGRAM], task, 0)
+        if ngram:
+            ax.axhline(ngram[0], ls=":", color="grey", label="char n-gram TF-IDF")
+        metric = "AER (lower is better)" if task == "alignment" else "top-1 en→xx (%)"
+        ax.set_title(task)
+        ax.set_xlabel("layer (hidden_states index)")
+        ax.set_ylabel(metric)
+        ax.set_xticks(sorted(set().union(*(curves[m].get(task, {}) for m in seeds))))
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def build(runs: Path, title: str, command: str, how: list[str] | None = None, figure_path: Path | None = None) -> str:
+    table, curves = collect(runs)
+    seeds, controls = _models(table)
+    if not seeds:
+        raise SystemExit(f"{runs}: no seed model with retrieval records")
+    tasks = [t for t in TASKS if any(t in table[m] for m in seeds)]
+    latin = latin_languages()
+    lines = [f"# {title}", ""]
+    if how:  # the commands that made the store
+        lines += ["The runs behind this report:", "", "```", *how, "```", ""]
+    lines += [f"Regenerate: `{command}`", "",
+              f"Seeds: {', '.join(seeds)}; controls: {', '.join(controls) or 'none'} (same architecture and "
+              "tokenizer, random weights); char n-gram: TF-IDF over character 1-4-grams, each side's IDF fitted on "
+              "its own sentences, no pairs, no network (retrieval only). Scores: top-1 accuracy (%), en→xx "
+              "(XTREME's official direction) and the mean of both directions, language mean, each model at the "
+              "layer its rule chose (FLORES dev; never Tatoeba); word alignment: AER (OT-EMD), corpus level.", ""]
+    lines += summary(table, seeds, controls, tasks)
+    if figure_path is not None:
+        figure(curves, table, seeds, controls, tasks, figure_path)
+        lines += ["", f"![layer curves]({figure_path.name})", ""]
+    for task in PER_LANGUAGE:
+        if task in tasks:
+            name = "Tatoeba" if task == "tatoeba" else "FLORES-200 devtest"
+            lines += ["", f"## {name} per language (en→xx, %)", ""] + per_language(table, seeds, controls, task, latin)
+    lines += ["## Layer curves (language mean per layer; mean ± std over models)", ""]
+    for task in tasks:
+        rows = layer_table(curves, seeds, controls, task)
+        if rows:
+            what = "AER, lower is better" if task == "alignment" else "top-1 en→xx, %"
+            ngram = _lang_means(table, [CHARNGRAM], task, 0)
+            floor = f"; char n-gram {ngram[0]:.1f} at no layer" if ngram else ""
+            lines += [f"### {task} ({what}{floor})", "", *rows, ""]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", help="the result store (xeval run --out) holding the seeds and their controls")
-    parser.add_argument("--title", default="Pre-training recipe vs random-init control")
+    parser.add_argument("runs", help="the result store (xeval run --out) holding the seeds, controls and baseline")
+    parser.add_argument("--title", default="Pre-training recipe vs random-init control and char n-grams")
     parser.add_argument("--out", default=None, help="write the Markdown here (default: print)")
+    parser.add_argument("--figure", default=None, help="also draw the layer curves here (.png / .pdf)")
     parser.add_argument("--how", action="append", default=[], help="a command that made the store (repeatable)")
     args = parser.parse_args(argv)
     command = "python bench/recipe_report.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    text = build(Path(args.runs), args.title, command, args.how)
+    figure_path = Path(args.figure) if args.figure else None
+    text = build(Path(args.runs), args.title, command, args.how, figure_path)
     if args.out:
         from xeval.base.atomic import write_text
 

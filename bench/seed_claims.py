@@ -17,6 +17,14 @@ chosen on its selection split (FLORES dev; the held-out set has none: its best l
 used to choose anything. Transfer gaps (XNLI-mini), alignment AER and POS/NER transfer are not run here (their
 fine-tuning does not fit the budget of a shared CPU); ``--tasks`` adds probe tasks of the ``probes`` suite.
 
+With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) one more claim runs from
+pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer) vs MLM+TLM, both
+continued from DIR; its floor is the init model itself (evaluated once as ``init``), not random weights.
+
+``--steps N`` trains a fixed number of steps (the same model on an idle or a busy machine) instead of ``--budget``
+seconds. Every score is shown beside both floors: the random-init control and the char n-gram TF-IDF baseline
+(string similarity, no network); a claim is only read where its baseline clears both.
+
 Every run is resume-aware (an existing checkpoint is reused, stored probe units are skipped), so a stopped sweep
 continues where it was. A small model may fail to show an effect: the table then says so with the numbers.
 """
@@ -44,7 +52,12 @@ CLAIMS = [
     ("VECO 2.0: sequence + token contrast add alignment (vs MLM+TLM)",
      ("veco2", "veco2", ()), ("veco2-mlm+tlm", "veco2", ("objectives.seqcl=null", "objectives.tokcl=null"))),
 ]
+# from a pretrained init (--init): InfoXLM continues XLM-R with XLCO at a middle layer (its paper's layer 8 of 12)
+INIT_CLAIM = ("InfoXLM from a pretrained init: XLCO at the middle layer adds alignment (vs MLM+TLM, both continued)",
+              ("infoxlm-init", "infoxlm", ()),  # the preset's XLCO layer: 2/3 of the depth
+              ("mlm+tlm-init", "infoxlm", ("objectives.xlco=null",)))
 TASKS = ("tatoeba", "flores", "heldout")
+INIT = "init"  # the store name of the --init model, the floor of the init claim
 
 
 def sh(cmd: list[str], log: Path) -> None:
@@ -61,7 +74,13 @@ def train(variant, seed: int, args) -> Path:
     if (out / "model.safetensors").is_file() and (out / "xeval_pretrain.json").is_file():
         return out  # trained already (resume-aware)
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", preset, "--size", args.size, "--out", str(out),
-           "--set", f"train.max_seconds={args.budget}", "--set", "train.steps=1000000", "--set", f"train.seed={seed}"]
+           "--set", f"train.seed={seed}"]
+    if args.steps:  # a fixed number of steps: the same model on an idle or a busy machine
+        cmd += ["--set", f"train.steps={args.steps}"]
+    else:
+        cmd += ["--set", f"train.max_seconds={args.budget}", "--set", "train.steps=1000000"]
+    if label.endswith("-init"):
+        cmd += ["--init", args.init]
     for item in list(sets) + args.set:
         cmd += ["--set", item]
     if args.data:
@@ -70,10 +89,17 @@ def train(variant, seed: int, args) -> Path:
     return out
 
 
-def evaluate(model: Path, args) -> None:
+def evaluate(model: Path, args, controls: str = "random-init,charngram", name: str | None = None) -> None:
+    """Retrieval probes at every layer beside the floors (``controls``; the char n-gram baseline is computed once
+    per store, whatever the model). Models trained from ``--init`` have the init model as their floor instead."""
+    tasks = [t for t in TASKS if not (name == INIT and t == "heldout")]  # the init model has no held-out pairs
     cmd = [sys.executable, "-m", "xeval", "run", "--model", str(model), "--suite", "engine", "--tasks",
-           ",".join(TASKS), "--layers", "all", "--control", "random-init", "--threads", "1", "--device", "cpu",
+           ",".join(tasks), "--layers", "all", "--threads", "1", "--device", "cpu",
            "--out", str(Path(args.out) / "runs"), "--max-eval", str(args.max_eval)]
+    if controls:
+        cmd += ["--control", controls]
+    if name:
+        cmd += ["--name", name]
     if args.data:
         cmd += ["--data", args.data]
     sh(cmd, Path(args.out) / "eval.log")
@@ -86,6 +112,12 @@ def scores(runs: Path) -> dict:
 
     records = list(Store(runs).records())
     out = {}
+    ngram: dict = {}
+    for r in records:  # the char n-gram baseline: no layer, one score per language
+        if r.unit.model.startswith("charngram@") and r.unit.split != "dev" and r.metrics:
+            ngram.setdefault(r.unit.task, []).append(r.metrics["accuracy"])
+    for task, values in ngram.items():
+        out[("charngram", task)] = (statistics.mean(values), None, "no layers", None)
     for (model, task), (choice, curve) in choose_layers(records).items():
         if curve is None:
             continue
@@ -119,28 +151,41 @@ def mean_std(values: list[float]) -> str:
 
 def write_report(args, table: dict, command: str) -> Path:
     seeds = [int(s) for s in args.seeds.split(",")]
+    training = (f"{args.steps} steps per model (fixed)" if args.steps else
+                f"{args.budget:g} s of training per model (train.max_seconds)")
     lines = ["# The seed papers' claims at small scale", "",
              f"Regenerate: `{command}`", "",
-             f"Size `{args.size}`, {args.budget:g} s of training per model (train.max_seconds, one thread), seeds "
+             f"Size `{args.size}`, {training}, one thread, seeds "
              f"{seeds}, probes on the first {args.max_eval} sentences per language, every layer; score = top-1 "
              "accuracy en→xx (%) at the layer chosen on the selection split (FLORES dev for Tatoeba and FLORES; "
              "the held-out set has no dev split: its best layer, marked). `control` = the random-init model of "
-             "the same shape (mean over the runs). Δ = variant − baseline (mean over seeds); sign ✓ when Δ > 0 (the "
-             "paper's direction), ✗ when Δ ≤ 0; with one seed no spread is known. A time budget buys fewer steps "
-             "on a busier machine: each claim lists the steps its models reached.", ""]
-    for claim, variant, base in CLAIMS:
+             "the same shape (mean over the runs; for the claim from a pretrained init: the init model itself); "
+             "`char n-gram` = TF-IDF over character 1-4-grams (no network, no pairs; on the same sentences). A claim "
+             "is read only where its baseline clears both floors (`floors cleared`). Δ = variant − baseline (mean "
+             "over seeds); sign ✓ when Δ > 0 (the paper's direction), ✗ when Δ ≤ 0; with one seed no spread is "
+             "known. A time budget buys fewer steps on a busier machine: each claim lists the steps its models "
+             "reached.", ""]
+    claims = CLAIMS + ([INIT_CLAIM] if args.init else [])
+    for claim, variant, base in claims:
         lines += [f"## {claim}", "",
                   f"Steps reached per seed: {variant[0]} {steps_reached(Path(args.out), variant[0], seeds)}; "
                   f"{base[0]} {steps_reached(Path(args.out), base[0], seeds)}.", "",
-                  "| task | variant | baseline | control | Δ | sign | peak layer (variant / baseline) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| task | variant | baseline | control | char n-gram | floors cleared | Δ | sign | "
+                  "peak layer (variant / baseline) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for task in TASKS:
             def vals(label, suffix="", task=task):
                 return [table[(f"{label}-s{s}{suffix}", task)][0] for s in seeds
                         if (f"{label}-s{s}{suffix}", task) in table]
 
             v, b = vals(variant[0]), vals(base[0])
-            c = vals(variant[0], "-random-init") + vals(base[0], "-random-init")
+            if variant[0].endswith("-init"):
+                c = [table[(INIT, task)][0]] if (INIT, task) in table else []
+            else:
+                c = vals(variant[0], "-random-init") + vals(base[0], "-random-init")
+            ngram = table.get(("charngram", task), (None,))[0]
+            floors = [x for x in (statistics.mean(c) if c else None, ngram) if x is not None]
+            cleared = "—" if not b or not floors else ("yes" if statistics.mean(b) > max(floors) else "no")
             peaks = [table[(f"{lab}-s{seeds[0]}", task)][3] if (f"{lab}-s{seeds[0]}", task) in table else "—"
                      for lab in (variant[0], base[0])]
             delta = statistics.mean(v) - statistics.mean(b) if v and b else None
@@ -148,7 +193,9 @@ def write_report(args, table: dict, command: str) -> Path:
             spread = sum(statistics.stdev(x) for x in (v, b) if len(x) > 1)
             if delta is not None and len(v) > 1 and len(b) > 1 and abs(delta) <= spread:
                 sign += " (within the seeds' spread)"
-            lines.append(f"| {task} | {mean_std(v)} | {mean_std(b)} | {mean_std(c)} | "
+            floor = f"{c[0]:.1f} (the init model)" if variant[0].endswith("-init") and c else mean_std(c)
+            lines.append(f"| {task} | {mean_std(v)} | {mean_std(b)} | {floor} | "
+                         f"{'—' if ngram is None else f'{ngram:.1f}'} | {cleared} | "
                          f"{'—' if delta is None else f'{delta:+.1f}'} | {sign} | {peaks[0]} / {peaks[1]} |")
         lines.append("")
     lines += ["Not run here: XNLI-mini transfer gap (InfoXLM), alignment AER and POS/NER transfer (VECO 2.0) -- "
@@ -165,6 +212,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="micro", choices=["micro", "tiny"])
     parser.add_argument("--budget", type=float, default=300.0, help="seconds of training per model")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="train a fixed number of steps per model instead of --budget seconds")
+    parser.add_argument("--init", default=None,
+                        help="also run the continued pre-training claim from this BERT / XLM-R folder")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--max-eval", type=int, default=300, help="sentences per language and probe")
     parser.add_argument("--out", required=True, help="checkpoints, runs and logs")
@@ -175,10 +226,14 @@ def main(argv=None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",")]
-    variants = list(dict.fromkeys(v for _, *pair in CLAIMS for v in pair))
+    claims = CLAIMS + ([INIT_CLAIM] if args.init else [])
+    variants = list(dict.fromkeys(v for _, *pair in claims for v in pair))
+    if args.init:  # the init claim's floor: the init model itself
+        evaluate(Path(args.init), args, controls="charngram", name=INIT)
     for seed in seeds:  # seed-major: one complete set of variants first, so a stopped sweep has every claim once
         for variant in variants:
-            evaluate(train(variant, seed, args), args)
+            init_run = variant[0].endswith("-init")
+            evaluate(train(variant, seed, args), args, controls="" if init_run else "random-init,charngram")
     table = scores(Path(args.out) / "runs")
     command = "python bench/seed_claims.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     print(f"wrote {write_report(args, table, command)}")

@@ -8,7 +8,8 @@ from xeval.base.errors import ConfigError
 from xeval.engine.config import PRESET_DIR, load_config
 from xeval.engine.objectives import OBJECTIVES
 
-PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart", "general-cpu"]
+PRESETS = ["mlm", "xlm", "xlm-e", "xlm-e-no-trtd", "infoxlm", "veco2", "quickstart", "general-cpu",
+           "general-cpu-4l"]
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -23,7 +24,7 @@ def test_every_preset_resolves_at_every_size(name, size):
         assert cfg.model["relative_attention"] == "gated"
         assert cfg.objectives["mrtd"]["disc_weight"] == 50.0
     # language sampling per paper: XLM-R 0.3, XLM 0.5, XLM-E 0.7
-    assert cfg.data.alpha == {"mlm": 0.3, "xlm": 0.5, "general-cpu": 0.3}.get(name, 0.7)
+    assert cfg.data.alpha == {"mlm": 0.3, "xlm": 0.5, "general-cpu": 0.3, "general-cpu-4l": 0.3}.get(name, 0.7)
 
 
 def test_general_cpu_default_is_its_own_cpu_size():
@@ -34,6 +35,16 @@ def test_general_cpu_default_is_its_own_cpu_size():
     assert sorted(cfg.objectives) == ["mlm", "seqcl"] and cfg.data.pair_batch == 256
     assert cfg.train.steps == 600 and cfg.train.max_seconds is None and cfg.train.export_every == 100
     assert (cfg.tokenizer.model, cfg.tokenizer.alphabet) == ("bpe", 6000)
+
+
+def test_general_cpu_4l_is_deep_enough_for_a_layer_curve():
+    # the measured 4-layer CPU recipe (reports/general-cpu-4l.md): general-cpu's objectives and corpus at 4 x 256,
+    # 1,200 fixed steps in bf16 autocast, dropout kept (the search found it helps the contrast)
+    cfg = load_config("general-cpu-4l")
+    assert cfg.size == "cpu" and (cfg.model["num_hidden_layers"], cfg.model["hidden_size"]) == (4, 256)
+    assert sorted(cfg.objectives) == ["mlm", "seqcl"] and cfg.data.pair_batch == 256
+    assert cfg.train.steps == 1200 and cfg.train.max_seconds is None and cfg.train.bf16
+    assert cfg.model.get("hidden_dropout_prob", 0.1) == 0.1 and cfg.model.get("attention_probs_dropout_prob", 0.1) == 0.1
 
 
 def test_preset_files_are_all_listed():
