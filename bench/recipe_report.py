@@ -213,7 +213,61 @@ def figure(curves, table, seeds, controls, tasks, path: Path) -> None:
     plt.close(fig)
 
 
-def build(runs: Path, title: str, command: str, how: list[str] | None = None, figure_path: Path | None = None) -> str:
+FINETUNE = {"udpos": "f1", "panx": "f1", "xnli": "accuracy", "pawsx": "accuracy"}
+
+
+def collect_transfer(runs: Path) -> dict:
+    """{task: {model name: {lang: (split, score)}}} of the fine-tuning records (mean over fine-tuning seeds)."""
+    from xeval.results.store import Store
+
+    values: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in Store(runs).records():
+        u = r.unit
+        if u.task in FINETUNE and r.metrics and FINETUNE[u.task] in r.metrics:
+            values[u.task][u.model.split("@")[0]][(u.lang, u.split)].append(r.metrics[FINETUNE[u.task]])
+    return {task: {m: {lang: (split, statistics.mean(v)) for (lang, split), v in langs.items()}
+                   for m, langs in models.items()} for task, models in values.items()}
+
+
+def transfer_section(runs: Path) -> list[str]:
+    """Per fine-tuning task: every language's score per seed beside the control (same recipe on the random-init
+    model), English, the zero-shot mean over the other languages and the transfer gap (English minus that mean)."""
+    data = collect_transfer(runs)
+    lines = ["## Zero-shot transfer: fine-tuned on English, tested on every language", ""]
+    for task in (t for t in FINETUNE if t in data):
+        models = data[task]
+        seeds, controls = _models(models)
+        metric = "F1" if FINETUNE[task] == "f1" else "accuracy"
+        langs = sorted(set().union(*(models[m] for m in seeds)), key=lambda x: (x != "en", x))
+        lines += [f"### {task} ({metric}, %)", "",
+                  f"| lang | split | {' | '.join(seeds)} | mean | control mean | Δ | above control |",
+                  "|---|---|" + "---|" * (len(seeds) + 4)]
+        above = 0
+        for lang in langs:
+            split = next(models[m][lang][0] for m in seeds if lang in models[m])
+            vals = [models[m][lang][1] for m in seeds if lang in models[m]]
+            ctl = [models[c][lang][1] for c in controls if lang in models.get(c, {})]
+            mv, mc = statistics.mean(vals), statistics.mean(ctl) if ctl else float("nan")
+            above += lang != "en" and mv > mc
+            lines.append(f"| {lang} | {split} | " + " | ".join(f"{v:.1f}" for v in vals) +
+                         f" | {mv:.1f} | {mc:.1f} | {mv - mc:+.1f} | {'yes' if mv > mc else 'no'} |")
+
+        def summary_of(group, models=models):
+            en = [models[m]["en"][1] for m in group if "en" in models[m]]
+            zero = [statistics.mean(v[1] for lang, v in models[m].items() if lang != "en") for m in group]
+            gap = [e - z for e, z in zip(en, zero)]
+            return mean_std(en), mean_std(zero), mean_std(gap)
+
+        (se, sz, sg), (ce, cz, cg) = summary_of(seeds), summary_of(controls)
+        others = len(langs) - ("en" in langs)
+        lines += ["", f"English {se} (controls {ce}); zero-shot mean over {others} languages {sz} (controls {cz}); "
+                  f"transfer gap {sg} (controls {cg}). Seeds' mean above the control in **{above} of {others}** "
+                  "languages other than English.", ""]
+    return lines
+
+
+def build(runs: Path, title: str, command: str, how: list[str] | None = None, figure_path: Path | None = None,
+          transfer: Path | None = None) -> str:
     table, curves = collect(runs)
     seeds, controls = _models(table)
     if not seeds:
@@ -245,6 +299,8 @@ def build(runs: Path, title: str, command: str, how: list[str] | None = None, fi
             ngram = _lang_means(table, [CHARNGRAM], task, 0)
             floor = f"; char n-gram {ngram[0]:.1f} at no layer" if ngram else ""
             lines += [f"### {task} ({what}{floor})", "", *rows, ""]
+    if transfer is not None:
+        lines += transfer_section(transfer)
     return "\n".join(lines) + "\n"
 
 
@@ -255,10 +311,14 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="write the Markdown here (default: print)")
     parser.add_argument("--figure", default=None, help="also draw the layer curves here (.png / .pdf)")
     parser.add_argument("--how", action="append", default=[], help="a command that made the store (repeatable)")
+    parser.add_argument("--transfer", default=None,
+                        help="a store of the seeds' fine-tuning runs (xtreme-mini, --control random-init): adds "
+                             "per-language zero-shot transfer and gaps")
     args = parser.parse_args(argv)
     command = "python bench/recipe_report.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     figure_path = Path(args.figure) if args.figure else None
-    text = build(Path(args.runs), args.title, command, args.how, figure_path)
+    text = build(Path(args.runs), args.title, command, args.how, figure_path,
+                 Path(args.transfer) if args.transfer else None)
     if args.out:
         from xeval.base.atomic import write_text
 

@@ -52,3 +52,19 @@ def test_counts_both_floors_and_the_latin_script_means(tmp_path):
     curves = text.split("## Layer curves")[1]
     assert "\n| 2 | 18.5 ± 2.1 | -1.5 ± 0.7 |\n" in curves
     assert (tmp_path / "fig.png").stat().st_size > 0
+
+
+def test_transfer_section_counts_languages_above_the_control_and_the_gap(tmp_path):
+    # UD-POS F1: s0 en 80 de 50 zh 30, s1 en 82 de 54 zh 26; controls en 40 de 20 zh 28 (both seeds)
+    scores = {"s0@000000000000": (80.0, 50.0, 30.0), "s1@111111111111": (82.0, 54.0, 26.0),
+              "s0-random-init@222222222222": (40.0, 20.0, 28.0), "s1-random-init@333333333333": (40.0, 20.0, 28.0)}
+    records = [rec(model, "udpos", lang, {"f1": v}, split="dev" if lang == "de" else "test")
+               for model, values in scores.items() for lang, v in zip(("en", "de", "zh"), values)]
+    run = write_run(tmp_path / "transfer", records)
+    text = "\n".join(load_bench("recipe_report").transfer_section(run))
+    assert "| de | dev | 50.0 | 54.0 | 52.0 | 20.0 | +32.0 | yes |" in text
+    assert "| zh | test | 30.0 | 26.0 | 28.0 | 28.0 | +0.0 | no |" in text
+    # zero-shot means: s0 (50 + 30) / 2 = 40, s1 40 -> 40.0 ± 0.0; gaps 80 - 40 = 40, 82 - 40 = 42 -> 41.0 ± 1.4
+    assert ("English 81.0 ± 1.4 (controls 40.0 ± 0.0); zero-shot mean over 2 languages 40.0 ± 0.0 (controls "
+            "24.0 ± 0.0); transfer gap 41.0 ± 1.4 (controls 16.0 ± 0.0)") in text
+    assert "above the control in **1 of 2** languages other than English" in text
