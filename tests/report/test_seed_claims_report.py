@@ -4,6 +4,7 @@ n-gram baseline), and read only where its baseline clears them. A hand-made scor
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from tests.helpers.bench import load_bench
 
@@ -32,3 +33,21 @@ def test_claims_show_both_floors_and_whether_the_baseline_clears_them(tmp_path):
     # from the init: floor = the init model (50), baseline 54.5 clears it and the char n-gram's 10
     init = text.split("## InfoXLM from a pretrained init")[1]
     assert "| tatoeba | 56.5 ± 0.7 | 54.5 ± 0.7 | 50.0 (the init model) | 10.0 | yes | +2.0 | ✓ |" in init
+
+
+def test_commands_fixed_steps_init_and_floors(tmp_path, monkeypatch):
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    args = argparse.Namespace(size="tiny", steps=1200, budget=300.0, init="e5/", set=[], data=None, max_eval=300,
+                              out=str(tmp_path))
+    sc.train(sc.INIT_CLAIM[1], 2, args)
+    sc.train(sc.CLAIMS[0][2], 2, args)
+    sc.evaluate(tmp_path / "m", args)
+    sc.evaluate(Path("e5/"), args, controls="charngram", name=sc.INIT)
+    init_run, scratch, model, init = (" ".join(c[2:]) for c in calls)
+    assert "--set train.steps=1200" in init_run and "max_seconds" not in init_run and "--init e5/" in init_run
+    assert "--init" not in scratch and "--set objectives.xlco=null" in scratch and "--set train.seed=2" in scratch
+    assert "--control random-init,charngram" in model and "--tasks tatoeba,flores,heldout" in model
+    # the init model: its own floor, no held-out pairs (it was not trained by the engine), stored as "init"
+    assert "--control charngram" in init and "--tasks tatoeba,flores " in init and "--name init" in init
