@@ -38,7 +38,7 @@ def mean_std(values: list[float]) -> str:
     if not values:
         return "—"
     if len(values) == 1:
-        return f"{values[0]:.1f} (1 seed)"
+        return f"{values[0]:.1f} (one model)"
     return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
