@@ -13,8 +13,8 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
   fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW);
   ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16_weights`` runs;
   ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder;
-  ``xeval-bf16-noattndrop``: ``xeval-bf16-fused`` with ``model.attention_probs_dropout_prob: 0`` (SDPA's fused
-  kernel), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no dropout masks); opt-ins that change the maths.
+  ``xeval-bf16-noattndrop``: ``xeval-bf16-fused`` with ``model.attention_probs_dropout_prob: 0`` (no random
+  attention masks; on a CPU SDPA's math path in training), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no dropout masks); opt-ins that change the maths.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
   query pass to layer round(2/3 L) with gradients, momentum key pass without), i.e. contrast over the same text;
@@ -157,8 +157,8 @@ def build_variants(args, tokens, device):
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
         # + bf16 weights, fp32 masters in the optimiser: xeval pretrain's train.bf16_weights
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
-        # opt-ins that change the model's maths (docs/engine.md, "Options"): without attention dropout SDPA takes
-        # torch's fused (flash) CPU kernel; without any dropout the step draws no random masks at all
+        # opt-ins that change the model's maths (docs/engine.md, "Options"): without attention dropout no random
+        # attention masks (a CPU trains through SDPA's math path); without any dropout no random masks at all
         engine("xeval-bf16-noattndrop", {"mlm": {}}, bias=False, amp=True, fused=True,
                attention_probs_dropout_prob=0.0)
         engine("xeval-bf16-nodrop", {"mlm": {}}, bias=False, amp=True, fused=True,
