@@ -19,7 +19,6 @@ Latin-script languages (where string overlap is strong); and the layer curves (e
 from __future__ import annotations
 
 import argparse
-import csv
 import shlex
 import statistics
 import sys
@@ -43,11 +42,20 @@ def mean_std(values: list[float]) -> str:
 
 
 def latin_languages() -> set[str]:
-    """The languages whose evaluation text is in Latin script (``xeval/data/typology.tsv``'s ``script`` column)."""
-    path = REPO / "xeval" / "data" / "typology.tsv"
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
-    reader = csv.DictReader(rows, delimiter="\t")
-    return {row["lang"] for row in reader if row["script"] == "Latn"}
+    """The languages whose evaluation text is in Latin script (the typology table's ``script`` column)."""
+    from xeval.data.typology import typology
+
+    table = typology()
+    return set(table.index[table["script"] == "Latn"])
+
+
+def _records(runs: Path) -> list:
+    """The store's records as the tables show them: one per cell, a rerun with other settings beside the first
+    keeping the newest, with a warning (``xeval.report.frame.shown_records``), so two configs never mix in a mean."""
+    from xeval.report.frame import shown_records
+    from xeval.results.store import Store
+
+    return shown_records(Store(runs).records())
 
 
 def _score(task: str, metrics: dict) -> tuple[float, float]:
@@ -64,9 +72,8 @@ def collect(runs: Path):
     chosen layer on the reported split (never FLORES dev; the char n-gram baseline has no layer); curves =
     {model name: {task: {layer: language mean}}} on the reported split."""
     from xeval.results.layers import choose_layers, layer_curves
-    from xeval.results.store import Store
 
-    records = list(Store(runs).records())
+    records = _records(runs)
     chosen = {}
     for (model, task), (choice, curve) in choose_layers(records).items():
         if curve is None or task not in TASKS:
@@ -218,10 +225,8 @@ FINETUNE = {"udpos": "f1", "panx": "f1", "xnli": "accuracy", "pawsx": "accuracy"
 
 def collect_transfer(runs: Path) -> dict:
     """{task: {model name: {lang: (split, score)}}} of the fine-tuning records (mean over fine-tuning seeds)."""
-    from xeval.results.store import Store
-
     values: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for r in Store(runs).records():
+    for r in _records(runs):
         u = r.unit
         if u.task in FINETUNE and r.metrics and FINETUNE[u.task] in r.metrics:
             values[u.task][u.model.split("@")[0]][(u.lang, u.split)].append(r.metrics[FINETUNE[u.task]])

@@ -107,10 +107,11 @@ def evaluate(model: Path, args, controls: str = "random-init,charngram", name: s
 
 def scores(runs: Path) -> dict:
     """{(model folder name or its control, task): (score at the chosen layer, chosen layer, rule, peak layer)}."""
+    from xeval.report.frame import shown_records
     from xeval.results.layers import choose_layers
     from xeval.results.store import Store
 
-    records = list(Store(runs).records())
+    records = shown_records(Store(runs).records())  # one per cell: a rerun with other settings never mixes in
     out = {}
     ngram: dict = {}
     for r in records:  # the char n-gram baseline: no layer, one score per language
