@@ -188,6 +188,29 @@ def test_token_and_sequence_contrast_run_and_backpropagate():
     assert stats["tokcl_links"] == 4 and loss.item() > 0
 
 
+def test_pair_sides_encoded_in_length_buckets_give_the_same_losses_and_gradients():
+    # data.pair_buckets: sides sorted by length and padded per group; with no dropout the losses and gradients equal
+    # one padded pass (lengths 3..9 tokens with the specials, so the groups are cut to different lengths)
+    pieces = [f"p{i}" for i in range(1000)]
+    pieces[10], pieces[11], pieces[30], pieces[31] = "▁cat", "▁sleeps", "▁Katze", "▁schläft"
+    dictionaries = {"en-de": {"cat": {"katze"}, "sleeps": {"schläft"}}}
+    rng = torch.Generator().manual_seed(3)
+    sides = [[10, 11, *torch.randint(50, 900, (n,), generator=rng).tolist()] for n in (0, 5, 1, 7, 2, 3)]
+    other = [[30, 31, *torch.randint(50, 900, (n,), generator=rng).tolist()] for n in (4, 0, 6, 1, 3, 2)]
+    batch = PairBatch(sides, other, ["en-de"] * 6, [False] * 6, [])
+    results = []
+    for buckets in (1, 3, 6, 50):
+        torch.manual_seed(0)
+        model = PretrainModel(micro_config(), {"seqcl": {}, "tokcl": {}}, TOKENS, pieces, dictionaries)
+        inputs = model.prepare({"pairs": batch}, lambda n: torch.Generator().manual_seed(0))
+        loss, stats = model(inputs, StepContext(0, 0, pair_buckets=buckets))
+        loss.backward()
+        results.append((loss.item(), stats["tokcl_links"], model.encoder.embeddings.tokens.weight.grad.clone()))
+    for loss, links, grad in results[1:]:
+        assert loss == pytest.approx(results[0][0], rel=1e-5) and links == results[0][1] > 0
+        torch.testing.assert_close(grad, results[0][2], rtol=1e-4, atol=1e-6)
+
+
 def test_generator_shares_embeddings_and_is_not_exported():
     model = PretrainModel(micro_config(), {"mrtd": {}}, TOKENS)
     assert model.heads["generator"].embeddings.tokens is model.encoder.embeddings.tokens

@@ -56,6 +56,9 @@ class DataConfig:
     pair_max_side: int = 62  # tokens per side of a pair (a concatenated pair is at most 2 * this + 4)
     mono_batch: int = 32  # global rows per step (split over processes)
     pair_batch: int = 32
+    pair_buckets: int = 1  # encode a step's pair sides in this many groups of similar length, each padded to its
+    # own longest row instead of all to the batch's longest (same maths: padding is masked; fewer padded tokens
+    # when sides vary in length; dropout draws differ from 1 group, so numbers move within seed noise)
     pairs_as_mono: bool = True  # each side of a pair is also monolingual text of its language (ar, ko, th ... have
     # no man pages); every preset then sees the same text, whatever its objectives
     max_lines: int | None = None  # per language / pair key, a seeded sample (small sizes start fast)
@@ -238,7 +241,7 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
     for key in ("sample_lines", "alphabet"):
         need(_integer(getattr(kc, key)) and getattr(kc, key) >= 1, f"tokenizer.{key}", getattr(kc, key),
              "an integer >= 1")
-    for key in ("seq_len", "pair_max_side", "mono_batch", "pair_batch"):
+    for key in ("seq_len", "pair_max_side", "mono_batch", "pair_batch", "pair_buckets"):
         need(_integer(getattr(dc, key)) and getattr(dc, key) >= 1, f"data.{key}", getattr(dc, key), "an integer >= 1")
     need(dc.max_lines is None or (_integer(dc.max_lines) and dc.max_lines >= 1), "data.max_lines", dc.max_lines,
          "an integer >= 1 or null")

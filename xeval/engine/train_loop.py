@@ -122,7 +122,8 @@ def train_step(run: Run, step: int, count_flops: bool):
         inputs = slice_inputs(inputs, run.rank, world)
         inputs = _to_device(inputs, run.device)
         torch.manual_seed(gen_seed + run.rank * 104_729 + 17)  # dropout stream of this step, micro-batch and rank
-        ctx = StepContext(step=step, seed=tc.seed, rank=run.rank, world=world, device=run.device, micro=micro)
+        ctx = StepContext(step=step, seed=tc.seed, rank=run.rank, world=world, device=run.device, micro=micro,
+                          pair_buckets=dc.pair_buckets)
         counter = FlopCounterMode(display=False) if count_flops and micro == 0 else None
         if counter is not None:
             counter.__enter__()

@@ -51,6 +51,7 @@ class StepContext:
     world: int = 1
     device: torch.device = torch.device("cpu")
     micro: int = 0  # index of the micro-batch within an optimizer step (train.accumulate); once-per-step work at 0
+    pair_buckets: int = 1  # data.pair_buckets: length groups a pair batch's sides are encoded in
     cache: dict = field(default_factory=dict)  # forward passes shared by objectives within this step
 
 

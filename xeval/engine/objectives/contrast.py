@@ -112,10 +112,27 @@ def encode_pairs(inputs: dict, owner, ctx: StepContext, layer: int):
         T = max(a.shape[1], b.shape[1])
         ids = torch.cat([F.pad(a, (0, T - a.shape[1]), value=pad_id), F.pad(b, (0, T - b.shape[1]), value=pad_id)])
         mask = (ids != pad_id).long()  # (2B, T)
-        h = owner.encoder(ids, mask, exit_layer=layer).last_hidden_state  # (2B, T, C)
+        h = encode_by_length(owner.encoder, ids, mask, layer, ctx.pair_buckets)  # (2B, T, C)
         B = a.shape[0]
         ctx.cache[key] = (h[:B], ids[:B], h[B:], ids[B:])
     return ctx.cache[key]
+
+
+def encode_by_length(encoder, ids: torch.Tensor, mask: torch.Tensor, layer: int, buckets: int) -> torch.Tensor:
+    """Hidden states (N, T, C) at ``layer`` of right-padded rows ids / mask (N, T), encoded in ``buckets`` groups of
+    rows sorted by length, each cut to its own longest row: translation sides vary in length (most are far below
+    ``pair_max_side``), so one batch padded to its longest row spends most of its work on padding. Padding is
+    masked, so every real position gets the same value as in one pass; padded positions come back as zeros."""
+    if buckets <= 1:
+        return encoder(ids, mask, exit_layer=layer).last_hidden_state
+    lengths = mask.sum(1)  # (N,)
+    order = torch.argsort(lengths, stable=True)
+    parts = []
+    for rows in order.tensor_split(min(buckets, len(order))):
+        t = max(int(lengths[rows].max()), 1)
+        h = encoder(ids[rows, :t], mask[rows, :t], exit_layer=layer).last_hidden_state  # (n, t, C)
+        parts.append(F.pad(h, (0, 0, 0, ids.shape[1] - t)))
+    return torch.cat(parts)[torch.argsort(order)]  # back to the rows' own order
 
 
 class SequenceContrast(Objective):
