@@ -92,3 +92,23 @@ def test_a_pooler_the_checkpoint_lacks_is_drawn_from_the_fine_tuning_seed(data_r
     assert torch.equal(copies[0].pooler.dense.bias, torch.zeros_like(copies[0].pooler.dense.bias))
     assert torch.equal(copies[0].encoder.layer[0].attention.self.query.weight,
                        first.model.encoder.layer[0].attention.self.query.weight)  # trained weights untouched
+
+
+def test_a_classifier_that_answers_one_class_is_flagged(tiny_encoder, xnli, tmp_path, data_root):
+    fam = family(tiny_encoder, xnli, tmp_path, data_root)
+    examples = [pair("a", "b", label) for label in ["entailment", "neutral", "contradiction"] * 10]  # 30 examples
+    [warning] = fam.warnings(["neutral"] * 30, examples)
+    assert "all" not in warning and "30 predictions is 'neutral'" in warning
+    assert fam.warnings(["neutral"] * 29 + ["entailment"], examples) == []
+    assert fam.warnings(["neutral"] * 10, examples[:10]) == []  # too few to say
+
+
+def test_the_warning_reaches_the_stored_record(tiny_encoder, xnli, tmp_path, data_root, monkeypatch):
+    # a collapsed fine-tune (PAWS-X at 1e-4 answered label 0 for all 1,200 pairs) must not pass as weak transfer
+    monkeypatch.setattr(classification.PairClassification, "predict",
+                        lambda self, model, examples: [self.labels[0]] * len(examples))
+    ctx = context(tiny_encoder, data_root, tmp_path, recipe={"max_eval": 25})
+    records = [r for r in classification.run(xnli, ["en", "de"], ctx) if r.unit.lang == "de"]
+    assert records and all("collapsed to one class" in r.extra["warnings"][0] for r in records)
+    stored = [r for r in ctx.store.records() if r.unit.lang == "de"]
+    assert stored and stored[0].extra["warnings"] == records[0].extra["warnings"]

@@ -22,6 +22,7 @@ from xeval.adapters.transfer.backbone import backbone_copy
 from xeval.adapters.transfer.fine_tuning import TrainReport, fine_tune, set_seed
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.base.atomic import write_text
+from xeval.base.console import log
 from xeval.base.errors import ConfigError
 from xeval.cards import label_free as unscored
 from xeval.cards.compat import mode_of as compat_mode
@@ -64,6 +65,11 @@ class Family:
 
     def score(self, predictions: list, examples: list, lang: str) -> dict[str, float]:
         raise NotImplementedError
+
+    def warnings(self, predictions: list, examples: list) -> list[str]:
+        """What a reader of the score should know about these predictions (kept in the record's
+        ``extra.warnings`` and logged), e.g. a classifier that answered one class for every example."""
+        return []
 
     def outcomes(self, predictions: list, examples: list, lang: str):
         """Per-example outcomes of labelled examples (``xeval.results.outcomes.Outcomes``), or None."""
@@ -216,6 +222,9 @@ def evaluate_unit(family: Family, model, report: TrainReport, unit: Unit, train,
     metrics = {k: round(float(v), 6) for k, v in family.score(predictions, examples, unit.lang).items()} \
         if labelled else {}
     write_text(prediction_path(ctx, unit, family.suffix), family.format_predictions(predictions, examples))
+    warnings = family.warnings(predictions, examples)
+    for warning in warnings:
+        log.warning(f"{card.name} {unit.lang} seed {unit.seed}: {warning}")
     record = Record(
         unit=unit,
         metrics=metrics,
@@ -236,6 +245,7 @@ def evaluate_unit(family: Family, model, report: TrainReport, unit: Unit, train,
         },
         provenance=stamp(time.perf_counter() - start),
         extra={"training": {**report.to_json(), **(training_extra or {})},
+               **({"warnings": warnings} if warnings else {}),
                **({} if labelled else unscored.extra("the evaluation data has no gold labels"))},
     )
     ctx.store.put(record, family.outcomes(predictions, examples, unit.lang) if labelled else None)

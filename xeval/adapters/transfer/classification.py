@@ -123,6 +123,14 @@ class PairClassification(Family):
             raise ConfigError(f"task {self.card.name!r}: {lang} examples carry no gold labels; cannot score them")
         return accuracy(gold, predictions)
 
+    def warnings(self, predictions, examples) -> list[str]:
+        # a fine-tune that collapsed to one class still scores the majority share (PAWS-X at a too-high rate: 56.2,
+        # the share of label 0), a number that looks like weak transfer but is no transfer at all
+        if len(predictions) >= 20 and len(set(predictions)) == 1:
+            return [f"every one of the {len(predictions)} predictions is {predictions[0]!r}: the classifier "
+                    "collapsed to one class (its accuracy is that class's share, not transfer)"]
+        return []
+
     def outcomes(self, predictions, examples, lang):
         return classification_outcomes([example_id(ex) for ex in examples], [ex.label for ex in examples],
                                        predictions).with_inputs([[ex.text_a, ex.text_b] for ex in examples])
