@@ -45,7 +45,9 @@ def test_summary_marks_every_departure_and_is_not_titled_xtreme(mini_run):
     marks = summary.marks.loc["tiny"]
     assert "not XTREME's numbers" in summary.title
     assert marks["POS F1"] == "†‡§"  # 2 of 33 languages; de on dev; 200 of each language
-    assert marks["XNLI Acc"] == "†‡§¶"  # dev sets; MultiNLI's 9,999-pair subset for MultiNLI
+    # this 32-example fine-tune of a tiny model answers one class on XNLI: its records warn, and the cell says so (!)
+    warned = "!" if any((r.extra or {}).get("warnings") for r in records if r.unit.task == "xnli") else ""
+    assert marks["XNLI Acc"] == "†‡§¶" + warned  # dev sets; MultiNLI's 9,999-pair subset for MultiNLI
     assert marks["XQuAD F1"] == "†§¶" and marks["XQuAD EM"] == "†§¶"  # 100 questions; TyDiQA + SQuAD dev
     assert marks["Tatoeba Acc"] == "†§"  # 200 of 1,000 sentences
     notes = "\n".join(summary.notes)
@@ -116,3 +118,21 @@ def test_hand_made_records_without_run_blocks_carry_no_marks():
     [summary] = build(Results(transfer_records(A)), "summary")
     assert "not XTREME's numbers" not in summary.title
     assert set(summary.marks.loc["alpha"].str.replace("†", "")) == {""}  # only the language-set dagger
+
+
+def test_a_warned_record_marks_its_cell_and_says_why_without_calling_the_table_off_protocol():
+    from tests.helpers.report_records import transfer_records
+
+    records = transfer_records(A)
+    collapsed = "every one of the 200 predictions is '0': the classifier collapsed to one class"
+    for r in records:
+        if r.unit.task == "pawsx" and r.unit.lang == "de":
+            r.extra = {**(r.extra or {}), "warnings": [collapsed]}
+    assert record_deviations(next(r for r in records if r.unit.task == "pawsx" and r.unit.lang == "de")).kinds() \
+        == {"warned"}
+    [summary] = build(Results(records), "summary")
+    assert "!" in summary.marks.at["alpha", "PAWS-X Acc"] and "!" not in summary.marks.at["alpha", "XNLI Acc"]
+    assert "!" in summary.marks.at["alpha", "Avg (7 tasks)"]  # a mean over a warned cell carries its mark
+    assert "not XTREME's numbers" not in summary.title  # a warning is not a departure from the protocol
+    [note] = [n for n in summary.notes if n.startswith("!")]
+    assert "PAWS-X de" in note and collapsed in note

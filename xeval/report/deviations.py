@@ -11,6 +11,9 @@ A run can depart from that in three ways a table must show (xtreme-mini does all
     ¶  substitute     trained (or scored) on files that stand in for XTREME's (the card's ``substitutes`` for the
                       data layout: MultiNLI's 9,999-pair subset for MultiNLI, PAWS-X English dev for PAWS)
 
+    !  warned         the record carries a warning (``extra.warnings``), e.g. a classifier that answered one class
+                      for every example: its accuracy is that class's share, not transfer
+
 († is the summary's own mark: a cell averaged over another language set than XTREME's.) The summary, the gap table,
 the per-language tables and the figures mark every such cell and explain each mark in a note; a mean over marked
 cells carries their marks. Records without the blocks a run writes (hand-made ones) carry no marks.
@@ -23,8 +26,8 @@ from dataclasses import dataclass, field
 from xeval.cards.catalog import known_card
 from xeval.report.frame import NO_LAYER, setting_label
 
-DEV, SUBSAMPLE, SUBSTITUTE = "dev", "subsample", "substitute"
-SYMBOLS = {"languages": "†", DEV: "‡", SUBSAMPLE: "§", SUBSTITUTE: "¶"}  # the order marks are written in
+DEV, SUBSAMPLE, SUBSTITUTE, WARNED = "dev", "subsample", "substitute", "warned"
+SYMBOLS = {"languages": "†", DEV: "‡", SUBSAMPLE: "§", SUBSTITUTE: "¶", WARNED: "!"}  # the order marks are written in
 RETRIEVAL_FORMATS = ("tatoeba", "bucc")
 
 
@@ -50,6 +53,7 @@ class TaskDeviations:
     eval_sizes: dict[str, int] = field(default_factory=dict)  # language -> examples scored, where subsampled
     train_sizes: set[int] = field(default_factory=set)  # English training examples, where subsampled
     substitutes: set[str] = field(default_factory=set)
+    warned: dict[str, str] = field(default_factory=dict)  # language -> the first warning of its record
     retrieval: bool = False
 
     def merge(self, other: TaskDeviations) -> TaskDeviations:
@@ -59,6 +63,7 @@ class TaskDeviations:
         self.eval_sizes.update(other.eval_sizes)
         self.train_sizes |= other.train_sizes
         self.substitutes |= other.substitutes
+        self.warned.update(other.warned)
         self.retrieval = self.retrieval or other.retrieval
         return self
 
@@ -72,6 +77,8 @@ class TaskDeviations:
             out.add(SUBSAMPLE)
         if self.substitutes:
             out.add(SUBSTITUTE)
+        if langs & set(self.warned):
+            out.add(WARNED)
         return out
 
 
@@ -115,6 +122,9 @@ def record_deviations(rec) -> TaskDeviations:
     text = card.substitutes.get(layout, {}).get(u.split) if card and layout else None
     if text:
         out.substitutes.add(text)
+    warnings = (rec.extra or {}).get("warnings")
+    if isinstance(warnings, list) and warnings:
+        out.warned[u.lang] = str(warnings[0])
     return out
 
 
@@ -170,6 +180,10 @@ def deviation_notes(found: dict[str, list[TaskDeviations]], title, order=None) -
     if found.get(SUBSTITUTE):
         parts = [f"{title(dev.task)}: {'; '.join(sorted(dev.substitutes))}" for dev in _unique(found[SUBSTITUTE])]
         notes.append(f"{SYMBOLS[SUBSTITUTE]} other data than XTREME's: " + "; ".join(parts))
+    if found.get(WARNED):
+        parts = [f"{title(dev.task)} {', '.join(sorted(dev.warned))} ({next(iter(dev.warned.values()))})"
+                 for dev in _unique(found[WARNED])]
+        notes.append(f"{SYMBOLS[WARNED]} the run warned about these numbers: " + "; ".join(parts))
     return notes
 
 

@@ -19,6 +19,7 @@ from xeval.base.errors import UserError
 from xeval.metrics.xtreme import XTREME, overall_scores, task_summary
 from xeval.report.deviations import (
     SYMBOLS,
+    WARNED,
     deviation_notes,
     mark_cells,
     not_xtremes,
@@ -235,7 +236,7 @@ def summary_table(results: Results) -> Table:
     if std.notna().any().any():
         notes.append("± = standard deviation over seeds of the cell computed per seed")
     marked = (marks != "").any().any()
-    departed = any(found.values())
+    departed = any(devs for kind, devs in found.items() if kind != WARNED)  # a warning is not a protocol departure
     return Table(key="summary", title=not_xtremes("XTREME summary") if departed else "XTREME summary", mean=mean, std=std if std.notna().any().any() else None,
                  pairs=pairs, groups=groups,
                  notes=notes + (control_note(results, controls) if controls else []), stacked_headers=True, controls=controls,
