@@ -45,6 +45,9 @@ def test_general_cpu_4l_is_deep_enough_for_a_layer_curve():
     assert sorted(cfg.objectives) == ["mlm", "seqcl"] and cfg.data.pair_batch == 256
     assert cfg.train.steps == 1200 and cfg.train.max_seconds is None and cfg.train.bf16
     assert cfg.model.get("hidden_dropout_prob", 0.1) == 0.1 and cfg.model.get("attention_probs_dropout_prob", 0.1) == 0.1
+    # pair sides up to 62 subwords (FLORES sentences are 44-62 long; 30 lost FLORES to string overlap), encoded in 8
+    # length groups so the longer cap costs 1.35x the step instead of 2.8x
+    assert (cfg.data.pair_max_side, cfg.data.pair_buckets) == (62, 8)
 
 
 def test_preset_files_are_all_listed():
