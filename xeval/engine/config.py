@@ -56,7 +56,8 @@ class DataConfig:
     pair_max_side: int = 62  # tokens per side of a pair (a concatenated pair is at most 2 * this + 4)
     mono_batch: int = 32  # global rows per step (split over processes)
     pair_batch: int = 32
-    pair_buckets: int = 1  # encode a step's pair sides in this many groups of similar length, each padded to its
+    pair_buckets: int = 1  # VECO 2.0's contrasts (seqcl, tokcl on separate sides; not TLM, XLCO or tokcl concat):
+    # encode a step's pair sides in this many groups of similar length, each padded to its
     # own longest row instead of all to the batch's longest (same maths: padding is masked; fewer padded tokens
     # when sides vary in length; dropout draws differ from 1 group, so numbers move within seed noise)
     pairs_as_mono: bool = True  # each side of a pair is also monolingual text of its language (ar, ko, th ... have
