@@ -1,4 +1,4 @@
-"""What transparent huge pages do for a fine-tuning step (``THP_MEM_ALLOC_ENABLE``, set by xeval's command line).
+"""What transparent huge pages do for a fine-tuning step (PyTorch's ``THP_MEM_ALLOC_ENABLE``; off by default, as in torch).
 
 torch reads the setting once per process, so each measurement is a fresh worker process: the same model, batches
 and optimiser steps with the setting on and off, interleaved (on, off, off, on, ...), one warm-up step each; the

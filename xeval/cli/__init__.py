@@ -17,7 +17,7 @@ import pkgutil
 import sys
 
 from xeval._version import __version__
-from xeval.base import allocator, console
+from xeval.base import console
 from xeval.base.errors import UserError
 from xeval.cli._args import use_formatter
 
@@ -64,7 +64,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:
-    allocator.prefer_huge_pages()  # before any verb imports torch, which reads the setting once (xeval.base.allocator)
     status = _main(argv)
     if _torchrun_rank():
         _leave(status)
