@@ -17,7 +17,7 @@ import pkgutil
 import sys
 
 from xeval._version import __version__
-from xeval.base import console
+from xeval.base import allocator, console
 from xeval.base.errors import UserError
 from xeval.cli._args import use_formatter
 
@@ -64,6 +64,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:
+    allocator.retain_freed_memory()  # before any verb allocates (xeval.base.allocator: why)
     status = _main(argv)
     if _torchrun_rank():
         _leave(status)
