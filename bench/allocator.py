@@ -73,8 +73,9 @@ def worker(args) -> None:
 
 
 def measure(args, setting: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_MAX_",
-                                                              "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")}
+    from xeval.base.allocator import USER_VARIABLES  # glibc's own variables: none may leak into a worker
+
+    env = {k: v for k, v in os.environ.items() if k not in ("THP_MEM_ALLOC_ENABLE", *USER_VARIABLES)}
     env["OMP_NUM_THREADS"] = str(args.threads)
     if setting == "huge-pages":
         env["THP_MEM_ALLOC_ENABLE"] = "1"
