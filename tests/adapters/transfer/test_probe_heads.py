@@ -89,3 +89,30 @@ def test_span_loss_by_hand_and_its_written_out_gradient_equals_autograd():
     loss, grad_w, grad_b = objective(weight.detach(), bias.detach())
     assert float(loss) == pytest.approx(float(reference.detach()), abs=1e-6)
     assert torch.allclose(grad_w, weight.grad, atol=1e-6) and torch.allclose(grad_b, bias.grad, atol=1e-6)
+
+
+def test_fit_each_gives_every_layer_s_head_in_order_and_the_same_numbers_on_one_worker_or_two():
+    """Layers fitted in parallel threads, each on one thread: the heads equal the one-at-a-time fits bit for bit,
+    come back in layer order, and torch's thread count is restored."""
+    import torch
+
+    from xeval.adapters.transfer.probe_heads import fit_classifier, fit_each
+
+    data = [_separable(200, seed=10 + k) for k in range(4)]
+    seen_threads = []
+
+    def fit(row):
+        from threadpoolctl import threadpool_info
+
+        seen_threads.append((torch.get_num_threads(), {p["num_threads"] for p in threadpool_info()}))
+        return fit_classifier(*data[row], None)
+
+    before = torch.get_num_threads()
+    one = fit_each(fit, 4, workers=1)
+    two = fit_each(fit, 4, workers=2)
+    assert torch.get_num_threads() == before
+    assert all(t == 1 and pools <= {1} for t, pools in seen_threads)  # every fit single-threaded
+    for a, b, (x, _) in zip(one, two, data):
+        assert np.array_equal(a.model.coef_, b.model.coef_) and np.array_equal(a.predict(x), b.predict(x))
+    assert [h.model.coef_.shape for h in two] == [(3, 8)] * 4
+    assert not np.array_equal(two[0].model.coef_, two[1].model.coef_)  # each its own layer's data, not one reused

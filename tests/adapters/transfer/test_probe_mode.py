@@ -90,3 +90,70 @@ def test_probe_mode_with_the_random_init_control(tmp_path, data_root):
     models = {r.unit.model.split("@")[0] for r in records}
     assert models == {"tiny", "tiny-random-init"}
     assert "(random init)" in format_tables(records)
+
+
+@pytest.mark.slow
+def test_probe_mlqa_answers_with_the_heads_xquad_fitted_and_the_numbers_of_its_own(tmp_path, data_root,
+                                                                                  monkeypatch):
+    """xtreme-mini's MLQA trains on XQuAD's questions (train_as): in probe mode it reuses XQuAD's span heads and their
+    selection answers (one fit, not two), says so, and scores exactly as a run of MLQA alone."""
+    from xeval.adapters.transfer import probe_mode
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
+
+    fits: list[int] = []
+    fit = probe_mode.fit_span_head
+    monkeypatch.setattr(probe_mode, "fit_span_head", lambda *a, **k: (fits.append(1), fit(*a, **k))[1])
+
+    def probe(tasks, store):
+        opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=tasks,
+                          langs=["en", "de"], out=str(tmp_path / store), recipe={"max_train": 40, "max_eval": 8},
+                          max_eval=8, mode="probe")
+        return {(r.unit.task, r.unit.lang, r.unit.layer): r for r in run(opts, echo=lambda *_: None)}
+
+    shared = probe(["xquad", "mlqa"], "shared")
+    layers = {k[2] for k in shared}
+    assert len(fits) == len(layers)  # XQuAD's heads only
+    assert all(r.extra["trained_for"] == "xquad" for k, r in shared.items() if k[0] == "mlqa")
+    assert not any("trained_for" in r.extra for k, r in shared.items() if k[0] == "xquad")
+    fits.clear()
+    alone = probe(["mlqa"], "alone")
+    assert len(fits) == len(layers)  # fitted for itself
+    for key, record in alone.items():
+        assert record.metrics == shared[key].metrics
+        assert record.extra["probe_selection"] == shared[key].extra["probe_selection"]
+        assert "trained_for" not in record.extra
+
+
+@pytest.mark.slow
+def test_probe_mode_bf16_encoding_is_its_own_unit_and_cache_entry(tmp_path, data_root, monkeypatch):
+    """--set precision=bf16 in probe mode runs the frozen encoder under bf16 autocast: recorded in the probe's recipe,
+    a unit of its own beside the float32 one (one store holds both), and never answered by float32 cache entries."""
+    from xeval.adapters.transfer import readouts
+    from xeval.run.options import RunOptions
+    from xeval.run.runner import run
+
+    precisions: list[str] = []
+    hidden = readouts.hidden_rows
+    monkeypatch.setattr(readouts, "hidden_rows",
+                        lambda *a, **k: (precisions.append(k.get("precision")), hidden(*a, **k))[1])
+    autocast = []
+    real_autocast = readouts.torch.autocast
+    monkeypatch.setattr(readouts.torch, "autocast", lambda *a, **k: (autocast.append(k.get("enabled")),
+                                                                      real_autocast(*a, **k))[1])
+
+    def probe(**recipe):
+        opts = RunOptions(model=str(helpers_transfer.tiny_model(data_root)), suite="xtreme-mini", tasks=["xnli"],
+                          langs=["en", "de"], out=str(tmp_path / "runs"), recipe={"max_train": 40, "max_eval": 8,
+                                                                                  **recipe},
+                          max_eval=8, mode="probe", layers="1")
+        return run(opts, echo=lambda *_: None)
+
+    fp32 = probe()
+    assert precisions and set(precisions) == {"fp32"} and not any(autocast)
+    assert all("precision" not in r.config["recipe"] for r in fp32)  # float32 units keep their old identity
+    precisions.clear()
+    bf16 = probe(precision="bf16")
+    assert precisions and set(precisions) == {"bf16"} and any(autocast)  # encoded again, under autocast
+    assert all(r.config["recipe"]["precision"] == "bf16" for r in bf16)
+    assert {r.unit.config_hash for r in bf16}.isdisjoint({r.unit.config_hash for r in fp32})

@@ -8,16 +8,23 @@
   trained with full-batch L-BFGS in torch on every window's tokens: the loss is a softmax over the positions of each
   window, which scikit-learn has no estimator for.
 
-Both are deterministic: lbfgs has no randomness, and the span head starts from zeros.
+Both are deterministic: lbfgs has no randomness, and the span head starts from zeros. ``fit_each`` fits one head per
+layer, as many at once as the run has threads, each on ONE thread (BLAS, OpenMP and torch): a head's numbers then do
+not depend on ``--threads``, and the two cores of a small machine both work (one fit on two threads left half of one
+idle: the fits stream a skinny matrix, not a product that splits well).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import torch
+
+T = TypeVar("T")
 
 C_GRID = (0.001, 0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
 MAX_ITER = 150
@@ -78,6 +85,30 @@ def fit_classifier(features: np.ndarray, labels: np.ndarray, select: Callable[[C
             best, best_score = head, score
     assert best is not None
     return best
+
+
+def fit_each(fit: Callable[[int], T], count: int, workers: int) -> list[T]:
+    """[fit(0), ..., fit(count - 1)], ``workers`` fits at a time in threads (numpy, scikit-learn's loss and torch
+    release the GIL), every BLAS / OpenMP / torch pool held to one thread meanwhile. Each fit is independent and
+    single-threaded whatever ``workers`` is, so the results do not depend on it."""
+    from threadpoolctl import threadpool_limits
+
+    def one_thread(i: int) -> T:
+        # OpenMP's thread count belongs to the calling thread (a new thread starts from the default): limit it in
+        # the thread that fits. BLAS's and torch's belong to the process: limited once, below.
+        with threadpool_limits(limits=1, user_api="openmp"):
+            return fit(i)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            if workers <= 1 or count <= 1:
+                return [one_thread(i) for i in range(count)]
+            with ThreadPoolExecutor(max_workers=min(workers, count)) as pool:
+                return list(pool.map(one_thread, range(count)))
+    finally:
+        torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------------------------------- QA

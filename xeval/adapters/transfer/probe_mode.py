@@ -27,7 +27,9 @@ and every layer's head is applied in that pass.
 
 Records: one per (language, layer), unit ``mode="probe"`` and seed 0 (nothing is random), never averaged with
 fine-tuning numbers; ``config`` holds the head, its chosen C and every C's selection score, the readout and the
-selection set; ``extra.probe_selection`` the selection score that picks the layer.
+selection set; ``extra.probe_selection`` the selection score that picks the layer; ``extra.trained_for`` the task
+whose QA heads were reused (MLQA answers with the heads XQuAD fitted on the same windows, as fine-tuning shares one
+model: ``xeval.adapters.transfer.shared_training``).
 """
 
 from __future__ import annotations
@@ -42,12 +44,18 @@ import numpy as np
 import torch
 
 from xeval.adapters.limits import limit_config, limited
-from xeval.adapters.transfer import probe_heads
+from xeval.adapters.transfer import probe_heads, shared_training
 from xeval.adapters.transfer.backbone import accepts_token_types
 from xeval.adapters.transfer.base import data_identity, load, prediction_path, training_examples
 from xeval.adapters.transfer.fine_tuning import collate
-from xeval.adapters.transfer.probe_heads import ClassifierHead, SpanHead, fit_classifier, fit_span_head
-from xeval.adapters.transfer.readouts import READOUTS, Readout, cached_rows
+from xeval.adapters.transfer.probe_heads import (
+    ClassifierHead,
+    SpanHead,
+    fit_classifier,
+    fit_each,
+    fit_span_head,
+)
+from xeval.adapters.transfer.readouts import READOUTS, Readout, cached_rows, encoding_autocast
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.adapters.transfer.spans import best_span
 from xeval.base.atomic import write_text
@@ -80,17 +88,25 @@ def _unit_hash(card, lang: str, recipe: Recipe, family, ctx, held_out: str | Non
             data_identity(card, lang_t, split_t, ctx)]
     if held_out is None:
         data.append(data_identity(card, lang_t, "dev", ctx))
-    config = {"mode": MODE, "recipe": probe_recipe(recipe), "selection": held_out or "dev",
-              "heads": {"C_grid": list(probe_heads.C_GRID), "max_iter": probe_heads.MAX_ITER, "tol": probe_heads.TOL,
-                        "span_iterations": probe_heads.SPAN_ITERATIONS, "hold_out_every": HOLD_OUT_EVERY,
-                        "max_selection": MAX_SELECTION},
+    config = {"mode": MODE, "recipe": probe_recipe(recipe), "selection": held_out or "dev", "heads": head_settings(),
               **family.config()}
     return config_hash(card, ctx, config, data)
 
 
+def head_settings() -> dict:
+    return {"C_grid": list(probe_heads.C_GRID), "max_iter": probe_heads.MAX_ITER, "tol": probe_heads.TOL,
+            "span_iterations": probe_heads.SPAN_ITERATIONS, "hold_out_every": HOLD_OUT_EVERY,
+            "max_selection": MAX_SELECTION}
+
+
 def probe_recipe(recipe: Recipe) -> dict:
-    """The probe-relevant part of ``recipe`` (``PROBE_RECIPE_FIELDS``): what a probe unit is keyed on and records."""
-    return {k: getattr(recipe, k) for k in PROBE_RECIPE_FIELDS}
+    """The probe-relevant part of ``recipe`` (``PROBE_RECIPE_FIELDS``): what a probe unit is keyed on and records;
+    ``precision`` (the frozen encoder's forward pass under bf16 autocast) only where not float32, so float32 units
+    keep the identity they had before the option existed."""
+    out = {k: getattr(recipe, k) for k in PROBE_RECIPE_FIELDS}
+    if recipe.precision != "fp32":
+        out["precision"] = recipe.precision
+    return out
 
 
 def probe_layers(ctx) -> list[int]:
@@ -101,23 +117,27 @@ def probe_layers(ctx) -> list[int]:
 
 
 class CpuTally:
-    """CPU seconds (``time.process_time``: every thread of the process) per phase of one task's probe run, logged
-    at its end: on a shared machine the wall clock says little, CPU seconds say where the work goes."""
+    """CPU seconds (``time.process_time``: every thread of the process) and wall seconds per phase of one task's
+    probe run, logged at its end: CPU seconds say where the work goes, their ratio to the wall clock whether both
+    cores worked."""
 
     def __init__(self):
         self.seconds: dict[str, float] = defaultdict(float)
+        self.wall: dict[str, float] = defaultdict(float)
 
     @contextmanager
     def phase(self, name: str):
-        start = time.process_time()
+        start, wall = time.process_time(), time.perf_counter()
         try:
             yield
         finally:
             self.seconds[name] += time.process_time() - start
+            self.wall[name] += time.perf_counter() - wall
 
     def describe(self) -> str:
-        parts = [f"{name} {s:.1f}" for name, s in self.seconds.items()]
-        return f"{sum(self.seconds.values()):.1f} CPU s ({', '.join(parts)})"
+        parts = [f"{name} {s:.1f}" + (f" in {self.wall[name]:.1f}" if name in self.wall else "")
+                 for name, s in self.seconds.items()]
+        return f"{sum(self.seconds.values()):.1f} CPU s ({', '.join(parts)}; CPU s in wall s)"
 
 
 @dataclass
@@ -148,7 +168,11 @@ def run(card, langs: list[str], ctx, family_cls, recipe: Recipe) -> list[Record]
     start = time.perf_counter()
     readout = task_type(card.type).probe_readout
     if readout == "span":
-        probe = _SpanProbe(family, ctx, tally)
+        # what the heads and their selection answers depend on beside the family, the windows and the selection
+        # set: not the evaluation's size (MLQA and XQuAD evaluate different numbers of questions)
+        settings = {"recipe": {k: v for k, v in probe_recipe(recipe).items() if k != "max_eval"},
+                    "heads": head_settings()}
+        probe = _SpanProbe(family, ctx, tally, settings)
     else:
         probe = _ClassifierProbe(READOUTS[readout](family), ctx, tally)
     fitted = probe.fit(fit_examples, selection, layers)
@@ -187,6 +211,7 @@ def run(card, langs: list[str], ctx, family_cls, recipe: Recipe) -> list[Record]
                 provenance=stamp(each),
                 extra={"probe_selection": {"on": selection_info["on"], "metric": card.metric,
                                            "score": round(fitted[layer].selection_score, 4)},
+                       **({"trained_for": probe.trained_for} if getattr(probe, "trained_for", None) else {}),
                        **({} if labelled else {"unscored": "the evaluation data has no gold labels"})},
             )
             text = family.format_predictions(predictions[layer], examples)
@@ -249,16 +274,17 @@ class _ClassifierProbe:
         y = self.readout.labels(train, keys)
         metric = self.family.card.metric
         lang = self.family.card.train["lang"]
-        out = {}
-        for row, layer in enumerate(layers):
-            def score(head, row=row):
+
+        def fit(row: int) -> ClassifierHead:
+            def score(head):
                 preds = self.readout.predictions(selection, skeys, head.predict(sx[row]))
                 return self.family.score(preds, selection, lang)[metric]
 
-            with self.tally.phase("heads"):  # the fits and their selection-set scores
-                head = fit_classifier(x[row], y, score)
-            out[layer] = Fitted(layer, head, head.scores[head.C])
-        return out
+            return fit_classifier(x[row], y, score)
+
+        with self.tally.phase("heads"):  # the fits and their selection-set scores
+            heads = fit_each(fit, len(layers), torch.get_num_threads())
+        return {layer: Fitted(layer, head, head.scores[head.C]) for layer, head in zip(layers, heads)}
 
     def predict(self, examples: list, fitted: dict[int, Fitted]) -> dict[int, list]:
         layers = sorted(fitted)
@@ -274,25 +300,44 @@ class _SpanProbe:
 
     readout_name = "every token of every window (question + context, as fine-tuning sees them)"
 
-    def __init__(self, family, ctx, tally: CpuTally):
+    def __init__(self, family, ctx, tally: CpuTally, settings: dict):
         self.family, self.ctx, self.tally = family, ctx, tally
+        self.settings = settings  # the probe's settings beside the family's (what ``_unit_hash`` hashes)
+        self.trained_for: str | None = None  # the task whose heads were reused, if any
 
     def fit(self, train: list, selection: list, layers: list[int]) -> dict[int, Fitted]:
+        """One head per layer on the training windows, scored on the selection questions; the heads and answers
+        of an earlier task that fitted on the same windows and selection (MLQA on XQuAD's) are reused
+        (``xeval.adapters.transfer.shared_training.probe_key``), and scored with this task's metric."""
+        card = self.family.card
         with self.tally.phase("encode"):
             feats = self.family.features(train)  # windows with gold start/end ([CLS] when not in the window)
+        key = shared_training.probe_key(self.family, feats, selection, layers, self.settings)
+        kept = shared_training.reuse_probe(key)
+        if kept is not None:
+            (heads, answers), self.trained_for = kept
+            log.info(f"{card.name} probe: the heads fitted for {self.trained_for} (the same encoder, training "
+                     "windows, selection questions and settings), scored with this task's metric")
+        else:
+            heads = self._fit_heads(feats, layers)
+            answers = self.predict(selection, {layer: Fitted(layer, h, 0.0) for layer, h in heads.items()})
+            shared_training.keep_probe(key, (heads, answers), card.name)
+        lang, metric = card.train["lang"], card.metric
+        return {layer: Fitted(layer, heads[layer], self.family.score(answers[layer], selection, lang)[metric])
+                for layer in layers}
+
+    def _fit_heads(self, feats: list[dict], layers: list[int]) -> dict[int, SpanHead]:
+        with self.tally.phase("encode"):
             lengths = [len(f["input_ids"]) for f in feats]
             positions = [list(range(n)) for n in lengths]
-            states = cached_rows(self.ctx, feats, layers, positions, np.float16)  # [L, sum(lengths), H]
+            states = cached_rows(self.ctx, feats, layers, positions, np.float16,  # [L, sum(lengths), H]
+                                 self.family.recipe.precision)
         starts = [int(f["start_positions"]) for f in feats]
         ends = [int(f["end_positions"]) for f in feats]
         with self.tally.phase("heads"):
-            heads = {layer: fit_span_head(states[row], lengths, starts, ends) for row, layer in enumerate(layers)}
-        del states
-        lang = self.family.card.train["lang"]
-        preds = self.predict(selection, {layer: Fitted(layer, h, 0.0) for layer, h in heads.items()})
-        metric = self.family.card.metric
-        return {layer: Fitted(layer, heads[layer], self.family.score(preds[layer], selection, lang)[metric])
-                for layer in layers}
+            fitted = fit_each(lambda row: fit_span_head(states[row], lengths, starts, ends), len(layers),
+                              torch.get_num_threads())
+        return dict(zip(layers, fitted))
 
     @torch.inference_mode()
     def predict(self, examples: list, fitted: dict[int, Fitted]) -> dict[int, list]:
@@ -313,7 +358,7 @@ class _SpanProbe:
             batch = collate(feats, pad)
             extra = {"token_type_ids": batch["token_type_ids"].to(encoder.device)} \
                 if token_types and "token_type_ids" in batch else {}
-            with self.tally.phase("encode"):
+            with self.tally.phase("encode"), encoding_autocast(encoder, family.recipe.precision):
                 states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
                                        attention_mask=batch["attention_mask"].to(encoder.device),
                                        output_hidden_states=True, return_dict=True, **extra).hidden_states

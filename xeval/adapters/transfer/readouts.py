@@ -19,11 +19,12 @@ from xeval.models.encoding_cache import EncodingCache
 
 @torch.inference_mode()
 def hidden_rows(encoder, feats: list[dict], layers: list[int], readout, batch_size: int = 64,
-                dtype=np.float32) -> np.ndarray:
+                dtype=np.float32, precision: str = "fp32") -> np.ndarray:
     """[len(layers), rows, H] read out of every layer from ONE forward pass per batch (length-sorted batches).
 
     readout: "mean" (mean over the attention mask, special tokens included), "cls" (the first token), or a list
-    with the token positions to keep for each input (rows = those positions, inputs in order)."""
+    with the token positions to keep for each input (rows = those positions, inputs in order). precision "bf16":
+    the forward pass under bf16 autocast (``encoding_autocast``), the rows read out in float32 as always."""
     positions = None if isinstance(readout, str) else readout
     counts = [1] * len(feats) if positions is None else [len(p) for p in positions]
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -37,9 +38,10 @@ def hidden_rows(encoder, feats: list[dict], layers: list[int], readout, batch_si
                          for i in idx], pad)
         extra = {"token_type_ids": batch["token_type_ids"].to(encoder.device)} \
             if token_types and "token_type_ids" in batch else {}
-        states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
-                               attention_mask=batch["attention_mask"].to(encoder.device),
-                               output_hidden_states=True, return_dict=True, **extra).hidden_states
+        with encoding_autocast(encoder, precision):
+            states = encoder.model(input_ids=batch["input_ids"].to(encoder.device),
+                                   attention_mask=batch["attention_mask"].to(encoder.device),
+                                   output_hidden_states=True, return_dict=True, **extra).hidden_states
         stacked = torch.stack([states[k] for k in layers]).float()  # [L, B, T, H]
         mask = batch["attention_mask"].to(stacked.device).float()  # [B, T]
         for row, i in enumerate(idx):
@@ -54,16 +56,25 @@ def hidden_rows(encoder, feats: list[dict], layers: list[int], readout, batch_si
     return out
 
 
-def cached_rows(ctx, feats: list[dict], layers: list[int], readout, dtype) -> np.ndarray:
+def encoding_autocast(encoder, precision: str):
+    """The frozen encoder's forward pass under bf16 autocast (``--set precision=bf16`` in probe mode: products in
+    bf16, norms, softmax and the residual stream in float32), or as it is ("fp32")."""
+    device = torch.device(encoder.device).type
+    return torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def cached_rows(ctx, feats: list[dict], layers: list[int], readout, dtype, precision: str = "fp32") -> np.ndarray:
     """``hidden_rows`` through the run's encoding cache, keyed by the model and everything the rows depend on
-    (the exact model inputs, the readout, the dtype)."""
+    (the exact model inputs, the readout, the dtype, the forward pass's precision where not float32)."""
     cache = getattr(ctx, "cache", None) or EncodingCache(None)
     inputs = [[f["input_ids"], f.get("token_type_ids")] for f in feats]
     spec = {"kind": "probe-rows", "inputs": hash_json(inputs), "readout": readout if isinstance(readout, str)
             else hash_json(readout), "dtype": np.dtype(dtype).name}
+    if precision != "fp32":  # float32 entries keep the keys they were written under
+        spec["precision"] = precision
     rows = int(len(feats) if isinstance(readout, str) else sum(len(p) for p in readout))
     out = cache.layers(ctx.encoder.cache_key, spec, layers,
-                       lambda todo: hidden_rows(ctx.encoder, feats, todo, readout, dtype=dtype))
+                       lambda todo: hidden_rows(ctx.encoder, feats, todo, readout, dtype=dtype, precision=precision))
     return out.reshape(len(layers), rows, ctx.encoder.hidden_size)
 
 
@@ -107,7 +118,7 @@ class WordReadout(Readout):
             feats.append({"input_ids": enc["input_ids"][k], "attention_mask": enc["attention_mask"][k]})
             positions.append(firsts)
             keys.extend((i, s + word_ids[k][t]) for t in firsts)
-        return cached_rows(ctx, feats, layers, positions, self.dtype), keys
+        return cached_rows(ctx, feats, layers, positions, self.dtype, family.recipe.precision), keys
 
     def labels(self, examples, keys):
         index = self.family.index
@@ -141,7 +152,8 @@ class PairReadout(Readout):
 
     def rows(self, examples, layers, ctx):
         feats = self.family.encode(examples)
-        return cached_rows(ctx, feats, layers, self.pooling, self.dtype), list(range(len(examples)))
+        return cached_rows(ctx, feats, layers, self.pooling, self.dtype, self.family.recipe.precision), \
+            list(range(len(examples)))
 
     def labels(self, examples, keys):
         index = self.family.index

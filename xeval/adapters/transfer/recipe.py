@@ -30,7 +30,9 @@ class Recipe:
     weight_decay: float = 0.0
     adam_epsilon: float = 1e-8
     max_grad_norm: float = 1.0
-    precision: str = "fp32"  # "bf16": training forward/backward under bf16 autocast (fp32 weights); eval stays fp32
+    # "bf16": training forward/backward under bf16 autocast (fp32 weights), eval stays fp32; in probe mode the frozen
+    # encoder's forward pass under bf16 autocast
+    precision: str = "fp32"
     max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
     eval_every: int | None = None  # dev evaluation every N steps (besides each epoch end); None = epoch ends only
     # also select among the weights at each epoch end (xeval's default); False: at every eval_every step only, as
