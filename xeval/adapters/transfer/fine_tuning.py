@@ -115,8 +115,8 @@ def _optimizer(model: nn.Module, recipe: Recipe, lazy_rows: bool = True) -> torc
     # XLM-R's 250k x 384 embedding the unfused step took 0.52 s of a ~3.5 s UD-POS step at 2 threads, fused 0.08 s
     # (docs/measurements.md); the same update up to rounding (test_fine_tuning: fused vs foreach on one step)
     device = (decay or no_decay)[0].device.type if decay or no_decay else "cpu"
-    embedding = lazy_embedding(model, groups) if lazy_rows and device == "cpu" else None
-    if embedding is not None:  # on e5-small the step over its 250k x 384 rows was ~0.06 s of 0.3-1.9 s (PAN-X-QA)
+    embedding = lazy_embedding(model, groups, recipe.learning_rate) if lazy_rows and device == "cpu" else None
+    if embedding is not None:  # e5-small: stepping all its 250k x 384 rows took ~0.05 s of a 0.3-1.9 s step
         return LazyRowsAdamW(groups, embedding, lr=recipe.learning_rate, eps=recipe.adam_epsilon, fused=True)
     return torch.optim.AdamW(groups, lr=recipe.learning_rate, eps=recipe.adam_epsilon,
                              fused=device in {"cpu", "cuda"})  # fmt: skip

@@ -26,6 +26,7 @@ import torch
 
 T = TypeVar("T")
 
+MAX_PARALLEL_FITS = 4  # fits at once, whatever --threads says: each holds its own float32 copy of the features
 C_GRID = (0.001, 0.01, 0.1, 1.0)  # tried in this order, each fit warm-started from the previous (more regularised) one
 MAX_ITER = 150
 TOL = 1e-3
@@ -59,9 +60,7 @@ def fit_classifier(features: np.ndarray, labels: np.ndarray, select: Callable[[C
     """Fit one head per C in ``grid`` (warm-started in order) and keep the one ``select(head)`` scores highest
     (the first on ties); without ``select`` the last C is kept. features [N, H], labels [N] int."""
     import copy
-    import warnings
 
-    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -75,9 +74,7 @@ def fit_classifier(features: np.ndarray, labels: np.ndarray, select: Callable[[C
     scores: dict[float, float] = {}
     for c in grid:
         model.set_params(C=float(c))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # the iteration count is recorded instead
-            model.fit(xs, y)
+        model.fit(xs, y)  # not converging is recorded (n_iter), the warning silenced by ``fit_each``
         head = ClassifierHead(scaler, copy.deepcopy(model), float(c), scores, int(np.max(model.n_iter_)))
         score = float(select(head)) if select is not None else 0.0
         scores[float(c)] = score
@@ -91,6 +88,10 @@ def fit_each(fit: Callable[[int], T], count: int, workers: int) -> list[T]:
     """[fit(0), ..., fit(count - 1)], ``workers`` fits at a time in threads (numpy, scikit-learn's loss and torch
     release the GIL), every BLAS / OpenMP / torch pool held to one thread meanwhile. Each fit is independent and
     single-threaded whatever ``workers`` is, so the results do not depend on it."""
+    import warnings
+
+    import sklearn.linear_model  # noqa: F401  loaded (with its OpenMP runtime) before the limits are taken
+    from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     def one_thread(i: int) -> T:
@@ -102,10 +103,12 @@ def fit_each(fit: Callable[[int], T], count: int, workers: int) -> list[T]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with threadpool_limits(limits=1):
+        # the warnings filters are the process's: set once here, not in each thread (the iteration count is recorded)
+        with threadpool_limits(limits=1), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
             if workers <= 1 or count <= 1:
                 return [one_thread(i) for i in range(count)]
-            with ThreadPoolExecutor(max_workers=min(workers, count)) as pool:
+            with ThreadPoolExecutor(max_workers=min(workers, count, MAX_PARALLEL_FITS)) as pool:
                 return list(pool.map(one_thread, range(count)))
     finally:
         torch.set_num_threads(threads)

@@ -94,9 +94,11 @@ def _unit_hash(card, lang: str, recipe: Recipe, family, ctx, held_out: str | Non
 
 
 def head_settings() -> dict:
+    # "threads": each fit on one thread (probe_heads.fit_each): an unconverged fit's numbers used to depend on the
+    # machine's core count (BLAS), so units from before have another identity
     return {"C_grid": list(probe_heads.C_GRID), "max_iter": probe_heads.MAX_ITER, "tol": probe_heads.TOL,
             "span_iterations": probe_heads.SPAN_ITERATIONS, "hold_out_every": HOLD_OUT_EVERY,
-            "max_selection": MAX_SELECTION}
+            "max_selection": MAX_SELECTION, "threads": "one per fit"}
 
 
 def probe_recipe(recipe: Recipe) -> dict:
