@@ -40,21 +40,14 @@ def worker(args) -> None:
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from tests.conftest import find_data_root
+    from bench.flores_batches import flores_batches
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    root = Path(args.data) if args.data else find_data_root()
-    lines = (root / "flores200" / "devtest" / "eng_Latn.devtest").read_text(encoding="utf-8").splitlines()
     tok = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForTokenClassification.from_pretrained(args.model, num_labels=17).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, fused=True)
-    batches = []
-    for i in range(args.steps + 1):
-        enc = tok(lines[i * args.batch_size:(i + 1) * args.batch_size], truncation=True, max_length=128,
-                  padding=True, return_tensors="pt")
-        enc["labels"] = torch.randint(0, 17, enc["input_ids"].shape, generator=torch.Generator().manual_seed(i))
-        batches.append(enc)
+    batches = flores_batches(tok, args.data, args.steps + 1, args.batch_size)
     times, faults, system = [], [], []
     for i, batch in enumerate(batches):
         u0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()

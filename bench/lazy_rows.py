@@ -35,14 +35,12 @@ def main() -> None:
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from tests.conftest import find_data_root
+    from bench.flores_batches import flores_batches
     from xeval.adapters.transfer.lazy_rows import LazyRowsAdamW, lazy_embedding
     from xeval.base.allocator import retain_freed_memory
 
     retain_freed_memory()  # as the command line does
     torch.set_num_threads(args.threads)
-    root = Path(args.data) if args.data else find_data_root()
-    lines = (root / "flores200" / "devtest" / "eng_Latn.devtest").read_text(encoding="utf-8").splitlines()
     tok = AutoTokenizer.from_pretrained(args.model)
     peers = {}
     for name in ("dense", "lazy"):
@@ -57,12 +55,7 @@ def main() -> None:
         else:
             optimizer = torch.optim.AdamW(groups, lr=5e-5, fused=True)
         peers[name] = (model, optimizer)
-    batches = []
-    for i in range(args.steps + 1):
-        enc = tok(lines[i * args.batch_size:(i + 1) * args.batch_size], truncation=True, max_length=128,
-                  padding=True, return_tensors="pt")
-        enc["labels"] = torch.randint(0, 17, enc["input_ids"].shape, generator=torch.Generator().manual_seed(i))
-        batches.append(enc)
+    batches = flores_batches(tok, args.data, args.steps + 1, args.batch_size)
     times: dict[str, list[float]] = {name: [] for name in peers}
     for i, batch in enumerate(batches):
         order = list(peers) if i % 2 == 0 else list(reversed(peers))
