@@ -84,10 +84,11 @@ def fit_classifier(features: np.ndarray, labels: np.ndarray, select: Callable[[C
     return best
 
 
-def fit_each(fit: Callable[[int], T], count: int, workers: int) -> list[T]:
-    """[fit(0), ..., fit(count - 1)], ``workers`` fits at a time in threads (numpy, scikit-learn's loss and torch
-    release the GIL), every BLAS / OpenMP / torch pool held to one thread meanwhile. Each fit is independent and
-    single-threaded whatever ``workers`` is, so the results do not depend on it."""
+def fit_each(fit: Callable[[int], T], count: int, workers: int | None = None) -> list[T]:
+    """[fit(0), ..., fit(count - 1)], ``workers`` fits at a time in threads (default: torch's thread count, i.e. the
+    run's ``--threads``; numpy, scikit-learn's loss and torch release the GIL), every BLAS / OpenMP / torch pool held
+    to one thread meanwhile. Each fit is independent and single-threaded whatever ``workers`` is, so the results do
+    not depend on it."""
     import warnings
 
     import sklearn.linear_model  # noqa: F401  loaded (with its OpenMP runtime) before the limits are taken
@@ -101,6 +102,7 @@ def fit_each(fit: Callable[[int], T], count: int, workers: int) -> list[T]:
             return fit(i)
 
     threads = torch.get_num_threads()
+    workers = threads if workers is None else workers
     torch.set_num_threads(1)
     try:
         # the warnings filters are the process's: set once here, not in each thread (the iteration count is recorded)

@@ -285,7 +285,7 @@ class _ClassifierProbe:
             return fit_classifier(x[row], y, score)
 
         with self.tally.phase("heads"):  # the fits and their selection-set scores
-            heads = fit_each(fit, len(layers), torch.get_num_threads())
+            heads = fit_each(fit, len(layers))
         return {layer: Fitted(layer, head, head.scores[head.C]) for layer, head in zip(layers, heads)}
 
     def predict(self, examples: list, fitted: dict[int, Fitted]) -> dict[int, list]:
@@ -337,8 +337,7 @@ class _SpanProbe:
         starts = [int(f["start_positions"]) for f in feats]
         ends = [int(f["end_positions"]) for f in feats]
         with self.tally.phase("heads"):
-            fitted = fit_each(lambda row: fit_span_head(states[row], lengths, starts, ends), len(layers),
-                              torch.get_num_threads())
+            fitted = fit_each(lambda row: fit_span_head(states[row], lengths, starts, ends), len(layers))
         return dict(zip(layers, fitted))
 
     @torch.inference_mode()
