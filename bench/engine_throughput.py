@@ -14,7 +14,8 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
   ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16_weights`` runs;
   ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder;
   ``xeval-bf16-noattndrop``: ``xeval-bf16-fused`` with ``model.attention_probs_dropout_prob: 0`` (no random
-  attention masks; on a CPU SDPA's math path in training), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no dropout masks); opt-ins that change the maths.
+  attention masks; on a CPU SDPA's math path in training), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no
+  dropout masks); opt-ins that change the maths; ``xeval-bf16w-nodrop``: ``xeval-bf16-nodrop`` on bf16 weights.
 - ``xlm-e``: an MRTD step (generator with 1/3 of the layers + discriminator) on the same rows;
   ``mlm+xlco``: the MLM step plus InfoXLM's XLCO on translation "pairs" made of each row's two halves (queue full:
   query pass to layer round(2/3 L) with gradients, momentum key pass without), i.e. contrast over the same text;
@@ -27,6 +28,8 @@ median step time / matmul peak measured in this run (n x n x n products, same dt
 
     python bench/engine_throughput.py                      # tiny (4 x 256, 16k vocab), 1 CPU thread
     python bench/engine_throughput.py --batch 32 --seq 128 --threads 2 --compile --device cuda
+    python bench/engine_throughput.py --layers 12 --hidden 384 --heads 12 --batch 32 --seq 128 --no-recipes \
+        --only xeval-bf16-nodrop --ceiling xeval-bf16-nodrop  # the step's products alone (bench/matmul_ceiling.py)
 """
 
 from __future__ import annotations
@@ -163,6 +166,8 @@ def build_variants(args, tokens, device):
                attention_probs_dropout_prob=0.0)
         engine("xeval-bf16-nodrop", {"mlm": {}}, bias=False, amp=True, fused=True,
                attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+        engine("xeval-bf16w-nodrop", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True,
+               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)  # both: no casts of weights, no masks
     if args.compile:
         engine("xeval-compile", {"mlm": {}}, bias=False, amp=not args.no_bf16, compile_=True, fused=True,
                bf16_weights=not args.no_bf16)
@@ -216,6 +221,9 @@ def main() -> None:
     ap.add_argument("--no-recipes", action="store_true", help="skip the xlm / infoxlm recipe steps")
     ap.add_argument("--only", metavar="V1,V2", help="time only these variants (hf-bert always), e.g. "
                     "xeval,xeval-bf16-weights")
+    ap.add_argument("--ceiling", metavar="V1,V2", help="also replay each of these variants' matrix products alone "
+                    "(bench/matmul_ceiling.py): how near the peak its products can run and what share of the step "
+                    "they are")
     ap.add_argument("--profile", metavar="V1,V2", help="also print torch.profiler's table of where a step's time goes "
                     "for these variants (e.g. hf-bert,xeval-bf16), measured after the timed rounds")
     args = ap.parse_args()
@@ -267,6 +275,14 @@ def main() -> None:
     for name in (args.profile or "").split(","):
         if name:
             profile(next(v for v in variants if v.name == name), batches[2 : 2 + args.steps])
+    for name in (args.ceiling or "").split(","):
+        if name:
+            from bench import matmul_ceiling
+
+            v = next(v for v in variants if v.name == name)
+            dtype = torch.bfloat16 if v.amp else torch.float32
+            rows = matmul_ceiling.replay(matmul_ceiling.product_calls(v.step, batches[2]), dtype)
+            matmul_ceiling.report(name, med[name], v.flops, rows, peak16 if v.amp else peak32)
     flops = {v.name: v.flops for v in variants}
     if "xlm-e" in flops and "mlm+xlco" in flops:
         print(f"executed FLOPs relative to the MLM step: xlm-e {flops['xlm-e'] / flops['xeval']:.2f}x, mlm+xlco "

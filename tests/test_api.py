@@ -47,6 +47,20 @@ def test_an_in_memory_pair_scores_like_its_folder_and_a_store_reads_back(data_ro
     pd.testing.assert_frame_equal(loaded, left)
 
 
+def test_evaluate_keeps_freed_memory_as_the_command_line_does_and_records_it(data_root, tmp_path, monkeypatch):
+    import json
+
+    from xeval.base import allocator
+
+    calls = []
+    monkeypatch.setattr(allocator, "retain_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(allocator, "_state", "a state only this test sets")
+    xeval.evaluate(str(tiny_model(data_root)), data=data_root, store=tmp_path / "runs", **PROBE)
+    assert calls == [1]  # once, before the run (a notebook user gets the CLI's fast fine-tuning loop)
+    host = json.loads((tmp_path / "runs" / "results.json").read_text())["host"]
+    assert host["allocator"] == "a state only this test sets"
+
+
 def test_compat_is_an_argument_recorded_in_its_own_column(data_root):
     from xeval.base.errors import UserError
 

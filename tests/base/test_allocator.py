@@ -58,3 +58,20 @@ def test_a_users_malloc_variable_is_left_alone():
     result = _probe("on", MALLOC_MMAP_MAX_="65536")
     assert result["took"] is False
     assert min(result["faults"]) > 64 * 1024 * 1024 // 4096 // 2
+
+
+DESCRIBE = """
+from xeval.base import allocator
+before = allocator.describe()
+allocator.retain_freed_memory()
+print(before + "|" + allocator.describe())
+"""
+
+
+@pytest.mark.parametrize("env, expected", [({}, allocator.RETAINED),
+                                           ({"MALLOC_MMAP_MAX_": "65536"}, "glibc, the user's MALLOC_MMAP_MAX_=65536")])
+def test_describe_says_what_the_setting_did(env, expected):
+    clean = {k: v for k, v in os.environ.items() if k not in allocator.USER_VARIABLES}
+    done = subprocess.run([sys.executable, "-c", DESCRIBE], env={**clean, **env}, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == f"not set by xeval|{expected}"

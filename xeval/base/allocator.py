@@ -11,9 +11,12 @@ mode 1.26x). The price is peak memory: glibc's heap settles at a few times the l
 fine-tuning step, 0.8 GB more over probe-mode UD-POS + XNLI). Where memory comes from is not arithmetic: no number
 changes.
 
-The command line calls ``retain_freed_memory()`` first (``xeval.cli.main``); a library user may call it or set
-glibc's own variables before starting Python. A user who set any of glibc's malloc variables keeps them: this
-function then does nothing (so ``MALLOC_MMAP_MAX_=65536`` restores glibc's default behaviour).
+The command line calls ``retain_freed_memory()`` first (``xeval.cli.main``), and so does ``xeval.evaluate`` (a
+Python-API run under glibc's default fine-tuned e5 on XNLI in 214 s against 114 s: the setting is most of what
+makes xeval's loop fast, so a notebook user gets it too; it is a process setting and stays after the call). A user
+who set any of glibc's malloc variables keeps them: this function then does nothing (so ``MALLOC_MMAP_MAX_=65536``
+before starting Python restores glibc's default behaviour). ``describe()`` says which of these holds; every
+``results.json`` records it (``host.allocator``).
 """
 
 from __future__ import annotations
@@ -27,20 +30,35 @@ M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 M_MMAP_MAX = -4
 TRIM_THRESHOLD = 1 << 30  # a freed top of the heap up to 1 GiB stays with the process
 USER_VARIABLES = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")
+RETAINED = "freed memory kept (glibc mallopt: M_MMAP_MAX 0, M_TRIM_THRESHOLD 1 GiB)"
+
+_state = "not set by xeval"  # what the last retain_freed_memory() found or did (describe())
 
 
 def retain_freed_memory() -> bool:
     """Tell glibc to serve large blocks from its heap and keep freed ones; True when the setting took effect
-    (Linux with glibc, none of glibc's malloc variables set by the user)."""
+    (Linux with glibc, none of glibc's malloc variables set by the user). Calling it again is harmless."""
+    global _state
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        _state = "the platform's allocator (not glibc: left as it is)"
         return False
-    if any(name in os.environ for name in USER_VARIABLES):
+    user = sorted(name for name in USER_VARIABLES if name in os.environ)
+    if user:
+        _state = "glibc, the user's " + ", ".join(f"{name}={os.environ[name]}" for name in user)
         return False
     try:
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
     except (OSError, AttributeError):
+        _state = "glibc's default (mallopt not found)"
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    took = bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    _state = RETAINED if took else "glibc's default (mallopt refused the setting)"
+    return took
+
+
+def describe() -> str:
+    """How the process's allocator was left by ``retain_freed_memory`` (what a run's ``host.allocator`` says)."""
+    return _state

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from xeval.base import allocator
 from xeval.base.atomic import write_json
 from xeval.report.frame import headline_metric
 from xeval.results import provenance
@@ -112,7 +113,8 @@ def document(records, opts, seconds: float, started: datetime, computed: int, re
         "versions": provenance.versions(),
         "git_commit": provenance.git_commit(),
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                 "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None},
+                 "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+                 "allocator": allocator.describe()},
         "timings": {"wall_s": round(seconds, 3), "units_computed": computed, "units_reused": reused,
                     "computed_s_by_task": per_task},
         "summary": summary(units),
