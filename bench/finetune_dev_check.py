@@ -2,7 +2,7 @@
 ``transformers.Trainer`` (its defaults for the task, the bench's peer) and through xeval's loop, the same examples
 and recipe (the first ``--train`` English pairs, ``--steps`` steps of ``--batch-size`` at ``--lr``, no warm-up,
 last weights), then each model's accuracy on the first ``--dev`` English dev pairs and each training's seconds.
-One run each (seed 1): the two accuracies should agree within the binomial noise of the dev set.
+One run each (``--seed``, default 1): the two accuracies should agree within the binomial noise of the dev set.
 
     MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824 python bench/finetune_dev_check.py --model $E5 --threads 2
 """
@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--dev", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
     import torch
@@ -46,7 +47,7 @@ def main() -> None:
     encoder = Encoder(args.model, device="cpu")
     overrides = {"max_steps": args.steps, "batch_size": args.batch_size, "max_train": args.train, "select": "last",
                  "learning_rate": args.lr, "warmup_ratio": 0.0, "warmup_steps": 0}
-    peers = bench.classification_pair(encoder, root, overrides, "cpu")
+    peers = bench.classification_pair(encoder, root, overrides, "cpu", seed=args.seed)
     family, recipe, _, features = bench.adapter_side("xnli", PairClassification, encoder, root, overrides)
     dev = load(family.card, "en", "dev", bench.context(encoder, root, overrides))[: args.dev]
 
@@ -55,9 +56,9 @@ def main() -> None:
     train()
     trained = {"trainer": (train.__self__.model, time.perf_counter() - start)}  # train is Trainer.train, bound
     start = time.perf_counter()
-    fine_tuning.set_seed(1)
+    fine_tuning.set_seed(args.seed)
     model = family.build_model(backbone_copy(family.encoder))
-    fine_tuning.fine_tune(model, features, recipe, seed=1, device="cpu", desc="xeval",
+    fine_tuning.fine_tune(model, features, recipe, seed=args.seed, device="cpu", desc="xeval",
                           pad_token_id=family.tokenizer.pad_token_id or 0)
     trained["xeval"] = (model, time.perf_counter() - start)
 

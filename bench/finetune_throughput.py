@@ -68,14 +68,14 @@ def context(encoder, root: Path, recipe: dict):
 # ------------------------------------------------------------------------------------------------ the loops
 
 
-def xeval_runner(family, features, recipe, device):
+def xeval_runner(family, features, recipe, device, seed: int = 1):
     from xeval.adapters.transfer import fine_tuning as training
     from xeval.adapters.transfer.backbone import backbone_copy
 
     def prepare():
-        training.set_seed(1)
+        training.set_seed(seed)
         model = family.build_model(backbone_copy(family.encoder))
-        return lambda: training.fine_tune(model, features, recipe, seed=1, device=device, desc="xeval",
+        return lambda: training.fine_tune(model, features, recipe, seed=seed, device=device, desc="xeval",
                                           pad_token_id=family.tokenizer.pad_token_id or 0)
 
     return prepare
@@ -118,19 +118,19 @@ def hf_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, a
     return prepare
 
 
-def trainer_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device):
+def trainer_runner(auto_cls, folder, num_labels, dataset, collator, recipe, device, seed: int = 1):
     """``transformers.Trainer`` with its defaults for this task; only what would make it log, save, evaluate or
     report inside the timed loop is switched off."""
     import torch
     from transformers import Trainer, TrainingArguments
 
     def prepare():
-        torch.manual_seed(1)
+        torch.manual_seed(seed)
         model = auto_cls.from_pretrained(folder, num_labels=num_labels, use_safetensors=True)
         args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=recipe.batch_size,
                                  max_steps=recipe.max_steps, learning_rate=recipe.learning_rate,
                                  adam_epsilon=recipe.adam_epsilon, max_grad_norm=recipe.max_grad_norm,
-                                 warmup_steps=0, seed=1, report_to="none", save_strategy="no",
+                                 warmup_steps=0, seed=seed, report_to="none", save_strategy="no",
                                  logging_strategy="no", eval_strategy="no", disable_tqdm=True,
                                  use_cpu=str(device) == "cpu")
         trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=collator)
@@ -139,7 +139,7 @@ def trainer_runner(auto_cls, folder, num_labels, dataset, collator, recipe, devi
     return prepare
 
 
-def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, device):
+def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, device, seed: int = 1):
     """(a) XTREME's recipe: every batch padded to max_seq_length 128, 8 examples x 4 accumulation per step
     (scripts/train_udpos.sh, train_xnli.sh for base models), unsorted; (b) a plain HF loop: dynamic padding by
     the collator, the whole step in one pass."""
@@ -151,7 +151,8 @@ def hf_pair(auto_cls, folder, num_labels, dataset, collator_cls, tok, recipe, de
     if importlib.util.find_spec("accelerate") is None:  # Trainer needs it: pip install -e ".[bench]"
         print("(no trainer peer: transformers.Trainer needs accelerate, pip install -e '.[bench]')", flush=True)
     else:
-        runs["trainer"] = trainer_runner(auto_cls, folder, num_labels, dataset, collator_cls(tok), recipe, device)
+        runs["trainer"] = trainer_runner(auto_cls, folder, num_labels, dataset, collator_cls(tok), recipe, device,
+                                         seed)
     return runs
 
 
@@ -191,7 +192,7 @@ def tagging_pair(encoder, root, recipe_overrides, device):
     return {**hf, "xeval": xeval_runner(family, features, recipe, device)}
 
 
-def classification_pair(encoder, root, recipe_overrides, device):
+def classification_pair(encoder, root, recipe_overrides, device, seed: int = 1):
     from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
     from xeval.adapters.transfer.classification import PairClassification
@@ -204,8 +205,8 @@ def classification_pair(encoder, root, recipe_overrides, device):
                 "token_type_ids": enc["token_type_ids"][i], "labels": family.index[ex.label]}
                for i, ex in enumerate(examples)]
     hf = hf_pair(AutoModelForSequenceClassification, encoder.spec, len(family.labels), dataset,
-                 DataCollatorWithPadding, tok, recipe, device)
-    return {**hf, "xeval": xeval_runner(family, features, recipe, device)}
+                 DataCollatorWithPadding, tok, recipe, device, seed)
+    return {**hf, "xeval": xeval_runner(family, features, recipe, device, seed)}
 
 
 # ------------------------------------------------------------------------------------------------ measurement
