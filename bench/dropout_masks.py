@@ -1,8 +1,8 @@
-"""What faster dropout masks would buy a fine-tuning step: the same QA step (``bench/finetune_step_profile.py``'s) with
-Hugging Face's SDPA attention (xeval's fine-tuning today), with its eager attention (written out: no safe-softmax
-check; torch's dropout), and eager with masks drawn as 32-bit integers against a threshold (a prototype here, not
-xeval's code: other random masks for the same seed, so not the same numbers). Three models in one process,
-interleaved, medians. The masks' kept fraction is printed as a check (0.9 at p = 0.1).
+"""What faster dropout masks would buy a fine-tuning step: the same QA step (``bench/finetune_step_profile.py``'s
+``qa_step``) with Hugging Face's SDPA attention (xeval's fine-tuning today), with its eager attention (written out:
+no safe-softmax check; torch's dropout, the same masks as SDPA's math path), and eager with masks drawn as 32-bit
+integers against a threshold (a prototype here, not xeval's code: other random masks for the same seed, so not the
+same numbers). Three models in one process, interleaved, medians. The masks' kept fraction is printed as a check (0.9 at p = 0.1).
 
     python bench/dropout_masks.py --model $E5 --batch 8 --length 256 --threads 2
 """
@@ -40,6 +40,7 @@ def main() -> None:
     import transformers
     from transformers.models.bert import modeling_bert
 
+    from bench.finetune_step_profile import qa_batch, qa_step
     from xeval.base import allocator
 
     allocator.retain_freed_memory()
@@ -75,20 +76,14 @@ def main() -> None:
         model.train()
         return model, torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
 
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, 250000, (args.batch, args.length), generator=generator)
-    starts = torch.randint(0, args.length, (args.batch,), generator=generator)
     original = modeling_bert.eager_attention_forward
     models = {kind: build(kind) for kind in ("sdpa", "eager", "eager-fast")}
+    ids, starts = qa_batch(models["sdpa"][0].config.vocab_size, args.batch, args.length)
 
     def step(kind):
         model, optimizer = models[kind]
         modeling_bert.eager_attention_forward = eager_fast if kind == "eager-fast" else original
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts, end_positions=starts)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        qa_step(model, optimizer, ids, starts)
 
     for kind in models:
         step(kind)
@@ -105,7 +100,7 @@ def main() -> None:
           f"{args.rounds}")
     for kind, seconds in times.items():
         print(f"{kind:11s} {statistics.median(seconds):.3f} s/step   sdpa/this {base / statistics.median(seconds):.2f}x")
-    ones = torch.ones(args.batch, 12, args.length, args.length)
+    ones = torch.ones(args.batch, models["sdpa"][0].config.num_attention_heads, args.length, args.length)
     print(f"kept fraction of the prototype's masks at p = 0.1: {float((fast_dropout(ones, 0.1) != 0).float().mean()):.4f}")
 
 

@@ -234,6 +234,10 @@ def main() -> None:
     peaks = [measure_peak(device, torch.float32), measure_peak(device, torch.bfloat16)]
     tokens, batches = make_batches(args.repeats * args.steps + 2, args.batch, args.seq, args.vocab)
     variants = build_variants(args, tokens, device)
+    unknown = {n for n in f"{args.profile or ''},{args.ceiling or ''}".split(",") if n} - {v.name for v in variants}
+    if unknown:  # before minutes of timing, not after
+        ap.error(f"--profile / --ceiling: {', '.join(sorted(unknown))} not among the variants timed "
+                 f"({', '.join(v.name for v in variants)})")
     for v in variants:  # warm-up (and compilation), then one counted step
         v.step(batches[0])
         v.count_flops(batches[1])

@@ -21,6 +21,27 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+def qa_batch(vocab_size: int, batch: int, length: int):
+    """Random token ids [batch, length] (above the special ids) and answer positions [batch], seeded."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab_size, (batch, length), generator=generator)
+    return ids, torch.randint(0, length, (batch,), generator=generator)
+
+
+def qa_step(model, optimizer, ids, starts) -> None:
+    """One training step of a ``…ForQuestionAnswering`` model as xeval's fine-tuning runs it: forward and loss,
+    backward, clipping at 1.0, the optimiser's step."""
+    import torch
+
+    out = model(input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts, end_positions=starts)
+    out.loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="a Hugging Face folder (e.g. tests/helpers/e5.py's)")
@@ -45,16 +66,10 @@ def main() -> None:
     model = transformers.AutoModelForQuestionAnswering.from_pretrained(args.model)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, model.config.vocab_size, (args.batch, args.length), generator=generator)
-    starts = torch.randint(0, args.length, (args.batch,), generator=generator)
+    ids, starts = qa_batch(model.config.vocab_size, args.batch, args.length)
 
     def step(_=None):
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts, end_positions=starts)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        qa_step(model, optimizer, ids, starts)
 
     for _ in range(2):
         step()
