@@ -12,6 +12,8 @@ first), ``--repeats`` timed rounds of ``--steps`` steps; medians are compared.
 - ``xeval-nobias``: no biases in Linear / LayerNorm; ``xeval-bf16``: + bf16 autocast; ``xeval-bf16-fused``: + the
   fused AdamW ``xeval pretrain`` uses (the other variants step with torch's default foreach AdamW);
   ``xeval-bf16-weights``: + bf16 weights with fp32 masters in the optimiser, what ``train.bf16_weights`` runs;
+  ``xeval-bf16-sfc64``: ``xeval-bf16-fused`` with dropout masks from numpy's SFC64 (``train.dropout_rng: sfc64``:
+  the same dropout, other masks; the attention written out as SDPA's math path);
   ``xeval-compile`` (``--compile``): the same + ``torch.compile`` of the encoder;
   ``xeval-bf16-noattndrop``: ``xeval-bf16-fused`` with ``model.attention_probs_dropout_prob: 0`` (no random
   attention masks; on a CPU SDPA's math path in training), ``xeval-bf16-nodrop``: + ``hidden_dropout_prob: 0`` (no
@@ -96,6 +98,7 @@ class Variant:
 def build_variants(args, tokens, device):
     from transformers import BertConfig, BertForMaskedLM
 
+    from xeval.engine.dropout import use_sfc64
     from xeval.engine.model import XevalConfig
     from xeval.engine.objectives import PretrainModel, StepContext
     from xeval.engine.objectives.xlco import XLCO
@@ -119,10 +122,13 @@ def build_variants(args, tokens, device):
     hf("hf-bert")  # the peer of the "vs hf-bert" column: torch's default (foreach) AdamW
     hf("hf-bert-fused", fused=True)  # the optimiser HF's Trainer picks by default since torch 2.8 (adamw_torch_fused)
 
-    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False, **dropout):
+    def engine(name, objectives, bias=True, amp=False, compile_=False, fused=False, bf16_weights=False, sfc64=False,
+               **dropout):
         torch.manual_seed(0)
         cfg = XevalConfig(vocab_size=V, bias=bias, pad_token_id=1, **{**shape, **dropout})
         model = PretrainModel(cfg, objectives, tokens).to(device).train()
+        if sfc64:  # train.dropout_rng: sfc64 (xeval/engine/dropout.py)
+            use_sfc64(model)
         if compile_:
             model.encoder.compile()
         for obj in model.objectives.values():
@@ -160,6 +166,8 @@ def build_variants(args, tokens, device):
         engine("xeval-bf16-fused", {"mlm": {}}, bias=False, amp=True, fused=True)  # the optimiser xeval pretrain uses
         # + bf16 weights, fp32 masters in the optimiser: xeval pretrain's train.bf16_weights
         engine("xeval-bf16-weights", {"mlm": {}}, bias=False, amp=True, fused=True, bf16_weights=True)
+        # the same dropout with SFC64 masks (train.dropout_rng: sfc64): other masks, the same maths
+        engine("xeval-bf16-sfc64", {"mlm": {}}, bias=False, amp=True, fused=True, sfc64=True)
         # opt-ins that change the model's maths (docs/engine.md, "Options"): without attention dropout no random
         # attention masks (a CPU trains through SDPA's math path); without any dropout no random masks at all
         engine("xeval-bf16-noattndrop", {"mlm": {}}, bias=False, amp=True, fused=True,

@@ -36,8 +36,7 @@ def main() -> None:
 
     from bench import finetune_throughput as bench
     from xeval.adapters.transfer import fine_tuning
-    from xeval.adapters.transfer.backbone import backbone_copy
-    from xeval.adapters.transfer.base import load
+    from xeval.adapters.transfer.base import fresh_model, load
     from xeval.adapters.transfer.classification import PairClassification
     from xeval.models.encoder import Encoder
 
@@ -56,8 +55,7 @@ def main() -> None:
     train()
     trained = {"trainer": (train.__self__.model, time.perf_counter() - start)}  # train is Trainer.train, bound
     start = time.perf_counter()
-    fine_tuning.set_seed(args.seed)
-    model = family.build_model(backbone_copy(family.encoder))
+    model, _ = fresh_model(family, recipe, args.seed)  # as xeval run builds it (its dropout masks included)
     fine_tuning.fine_tune(model, features, recipe, seed=args.seed, device="cpu", desc="xeval",
                           pad_token_id=family.tokenizer.pad_token_id or 0)
     trained["xeval"] = (model, time.perf_counter() - start)

@@ -70,11 +70,10 @@ def context(encoder, root: Path, recipe: dict):
 
 def xeval_runner(family, features, recipe, device, seed: int = 1):
     from xeval.adapters.transfer import fine_tuning as training
-    from xeval.adapters.transfer.backbone import backbone_copy
+    from xeval.adapters.transfer.base import fresh_model
 
     def prepare():
-        training.set_seed(seed)
-        model = family.build_model(backbone_copy(family.encoder))
+        model, _ = fresh_model(family, recipe, seed)  # as xeval run builds it (its dropout masks included)
         return lambda: training.fine_tune(model, features, recipe, seed=seed, device=device, desc="xeval",
                                           pad_token_id=family.tokenizer.pad_token_id or 0)
 

@@ -88,6 +88,9 @@ class TrainConfig:
     bf16_weights: bool = False  # with bf16: the weights themselves bf16, fp32 masters in the optimiser
     # (engine/precision.py); no faster on the CPU measured (docs/measurements.md, "Training-step speed"), so not the default
     compile: bool = False
+    # who draws dropout masks (engine/dropout.py): "torch" (Bernoulli; every committed pre-training report) or
+    # "sfc64" (numpy's SFC64 against p: the same dropout, other masks, cheaper on a CPU)
+    dropout_rng: str = "torch"
     seed: int = 0
     threads: int | None = 1  # torch.set_num_threads; None leaves torch's default
     device: str = "auto"  # auto | cpu | cuda
@@ -236,6 +239,7 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
     need(_number(tc.eps) and tc.eps > 0, "train.eps", tc.eps, "a finite number > 0")
     for key in ("bf16", "bf16_weights", "compile"):
         need(isinstance(getattr(tc, key), bool), f"train.{key}", getattr(tc, key), "true or false")
+    need(tc.dropout_rng in {"torch", "sfc64"}, "train.dropout_rng", tc.dropout_rng, "'torch' or 'sfc64'")
     need(not tc.bf16_weights or tc.bf16, "train.bf16_weights", tc.bf16_weights, "false unless train.bf16 is true")
     need(_integer(kc.vocab_size) and kc.vocab_size >= MIN_VOCAB, "tokenizer.vocab_size", kc.vocab_size,
          f"an integer >= {MIN_VOCAB} (specials, 256 byte pieces and at least 100 learned pieces)")

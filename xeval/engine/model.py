@@ -26,6 +26,8 @@ from transformers import PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
+from xeval.engine.dropout import dropout as sfc64_dropout
+
 
 @strict
 class XevalConfig(PreTrainedConfig):
@@ -111,6 +113,7 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(d, 3 * d, bias=config.bias)
         self.out = nn.Linear(d, d, bias=config.bias)
         self.dropout = config.attention_probs_dropout_prob
+        self.dropout_rng = "torch"  # "sfc64": the attention probabilities' masks from xeval.engine.dropout
         self.gated = config.relative_attention == "gated"
         if self.gated:
             self.gate_u = nn.Parameter(torch.zeros(self.n_head, self.head_dim))  # update gate direction
@@ -134,7 +137,12 @@ class SelfAttention(nn.Module):
         if mask is not None:  # (B, 1, 1, T) additive: 0 on tokens, very negative on padding keys
             bias = mask if bias is None else bias + mask
         p = self.dropout if self.training else 0.0
-        if self.training and p == 0.0 and x.device.type == "cpu":
+        if p > 0.0 and self.dropout_rng != "torch" and x.device.type == "cpu":
+            # SDPA's math path written out, so its dropout can take SFC64 masks (xeval.engine.dropout)
+            w = torch.matmul(q, k.transpose(-2, -1)) * self.head_dim**-0.5  # (B, H, T, T)
+            w = torch.softmax(w if bias is None else w + bias, dim=-1)
+            y = torch.matmul(sfc64_dropout(w, p), v)  # (B, H, T, Dh)
+        elif self.training and p == 0.0 and x.device.type == "cpu":
             # Same attention through SDPA's math path (batched products): on a CPU the fused (flash) kernel's
             # backward is the slow part of a training step -- 51 % of a 12 x 384 step, while the math path runs
             # forward + backward 1.7x faster there (docs/measurements.md). Inference keeps the fused kernel.

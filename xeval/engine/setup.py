@@ -34,6 +34,7 @@ from xeval.engine.corpus import (
     load_corpora,
     load_dictionaries,
 )
+from xeval.engine.dropout import use_sfc64
 from xeval.engine.hf_init import (
     InitModel,
     apply_init,
@@ -342,6 +343,9 @@ def build_model(cfg: PretrainConfig, model_cfg: XevalConfig, root: Path, corpora
     if init is not None:  # after the seeded initialisation: heads the folder lacks keep theirs
         for line in load_init_weights(model, init):
             log.line(line)
+    if cfg.train.dropout_rng == "sfc64":
+        swapped, layers = use_sfc64(model)
+        log.line(f"dropout masks: sfc64 ({swapped} dropout modules, {layers} attention layers)")
     model = model.to(device)
     if "tokcl" in model.objectives:  # how much of the text the dictionaries can supervise, per language pair
         cover = model.objectives["tokcl"].coverage(corpora.pairs, tok)

@@ -19,6 +19,7 @@ from torch import nn
 
 from xeval.adapters.limits import limit_config, limited
 from xeval.adapters.transfer.backbone import backbone_copy
+from xeval.adapters.transfer.dropout_masks import use_masks
 from xeval.adapters.transfer.fine_tuning import TrainReport, fine_tune, set_seed
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.base.atomic import write_text
@@ -195,13 +196,21 @@ def train_model(family: Family, features: list[dict], dev: list, seed: int, reci
                 joint: bool = False):
     """A fresh copy of the backbone with the family's head, fine-tuned on ``features`` (selected on ``dev`` when
     given): (model, ``TrainReport``)."""
-    set_seed(seed)  # the head's initialisation depends on the seed too
-    model = family.build_model(backbone_copy(family.encoder))
+    model, masks = fresh_model(family, recipe, seed)
     metric = family.card.metric
     evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
     report = fine_tune(model, features, recipe, seed, pad_id(family.tokenizer), evaluate,
                        device=family.encoder.device, desc=desc, data_parallel=joint, auto_batch=ctx.tasks.auto_batch)
+    report.dropout_masks = masks
     return model, report
+
+
+def fresh_model(family: Family, recipe: Recipe, seed: int):
+    """The family's model on a fresh copy of the backbone, its head drawn from ``seed``, drawing dropout masks as
+    the recipe says: (model, what draws the masks)."""
+    set_seed(seed)  # the head's initialisation depends on the seed too
+    model = family.build_model(backbone_copy(family.encoder))
+    return model, use_masks(model, recipe.dropout_rng)
 
 
 def pad_id(tokenizer) -> int:

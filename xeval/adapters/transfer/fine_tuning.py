@@ -145,6 +145,7 @@ class TrainReport:
     duration_s: float
     micro_batch: int | None = None  # examples per forward/backward pass (--batch-size auto: the size it found)
     batch_search: str | None = None  # how --batch-size auto found it (None: the recipe's, no search)
+    dropout_masks: str | None = None  # what drew the dropout masks (xeval.adapters.transfer.dropout_masks)
 
     def to_json(self) -> dict:
         return asdict(self)

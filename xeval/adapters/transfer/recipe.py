@@ -33,6 +33,9 @@ class Recipe:
     # "bf16": training forward/backward under bf16 autocast (fp32 weights), eval stays fp32; in probe mode the frozen
     # encoder's forward pass under bf16 autocast
     precision: str = "fp32"
+    # who draws the dropout masks (xeval.engine.dropout): "sfc64" (numpy's SFC64, 32 bits against p; ~2x cheaper on a
+    # CPU) or "torch" (torch's Bernoulli masks, all xeval results before this field). The same dropout, other masks: like another seed
+    dropout_rng: str = "sfc64"
     max_steps: int | None = None  # stop after this many optimiser steps (overrides epochs)
     eval_every: int | None = None  # dev evaluation every N steps (besides each epoch end); None = epoch ends only
     # also select among the weights at each epoch end (xeval's default); False: at every eval_every step only, as
@@ -102,6 +105,8 @@ class Recipe:
             raise ConfigError(f"recipe field select: expected 'dev' or 'last', found {self.select!r}")
         if self.precision not in {"fp32", "bf16"}:
             raise ConfigError(f"recipe field precision: expected 'fp32' or 'bf16', found {self.precision!r}")
+        if self.dropout_rng not in {"sfc64", "torch"}:
+            raise ConfigError(f"recipe field dropout_rng: expected 'sfc64' or 'torch', found {self.dropout_rng!r}")
         if self.probe_pooling not in {"mean", "cls"}:
             raise ConfigError(f"recipe field probe_pooling: expected 'mean' or 'cls', found {self.probe_pooling!r}")
         if isinstance(self.epoch_end_selection, str):
