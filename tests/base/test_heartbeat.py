@@ -30,6 +30,9 @@ def test_an_activity_says_progress_rate_elapsed_and_eta():
     batches = Activity("encode 1000 sentences", unit="batch")  # no total: a count
     batches.started, batches.n = 0.0, 3
     assert batches.describe(now=2.0) == "encode 1000 sentences: 3 batches, 1.5 batches/s, 2s"
+    run = Activity("xeval run", total=46, unit="work item", rate=False)  # items of unequal cost: counts only
+    run.started, run.n = 0.0, 2
+    assert run.describe(now=635.0) == "xeval run: 2/46 work items (4%), 10m35s"
     item = Activity("udpos (de, seed 1)")  # a label: what runs, for how long
     item.started = 0.0
     assert item.describe(now=130.0) == "udpos (de, seed 1) 2m10s"
@@ -121,7 +124,7 @@ def test_a_fine_tuning_run_redirected_to_a_file_has_timestamps_and_a_heartbeat(d
     beats = [(when, text) for when, text in lines if text.startswith("heartbeat: ")]
     assert len(beats) >= 2, log
     # the whole run's progress first, then the work item (unit) running now, then what it is doing
-    assert all(re.match(r"heartbeat: xeval run: [012]/2 work items \(\d+%\)", text) for _, text in beats), log
+    assert all(re.match(r"heartbeat: xeval run: [012]/2 work items \(\d+%\), \d+s >", text) for _, text in beats), log
     assert any(re.search(r" > pawsx \(de, seed [12]\) \d+s", text) for _, text in beats), log
     # every line at most the interval after the one before (timestamps in whole seconds; a busy machine's slack)
     first = lines.index(beats[0])

@@ -99,7 +99,8 @@ def progress(iterable=None, *, total: int | None = None, desc: str | None = None
     return tracked if iterable is None else tracked.wrap(iterable)
 
 
-def activity(label: str, total: int | None = None, unit: str | None = None) -> Activity:
+def activity(label: str, total: int | None = None, unit: str | None = None, rate: bool = True) -> Activity:
     """Something that runs, for the heartbeat only (never a bar): ``with console.activity("udpos (de)"): ...``;
-    with ``total`` and ``unit``, call ``update()`` as it advances."""
-    return Activity(label, total=total, unit=unit, monitor=monitor)
+    with ``total`` and ``unit``, call ``update()`` as it advances; ``rate=False`` shows counts without a rate or an
+    estimate (units of very unequal cost)."""
+    return Activity(label, total=total, unit=unit, monitor=monitor, rate=rate)

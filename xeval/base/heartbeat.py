@@ -1,7 +1,8 @@
 """Progress for a log file: while anything runs, one ``heartbeat:`` line every ``XEVAL_HEARTBEAT`` seconds (30 by
-default) naming what runs, outermost first, with its progress, rate, elapsed time and estimate:
+default) naming what runs, outermost first, with its progress, rate, elapsed time and estimate (the run itself:
+progress and elapsed time only, its work items being of very unequal cost):
 
-    2026-01-05 14:03:30 heartbeat: xeval run: 2/7 work items (29%), 6m40s, eta 16m40s > udpos (en, seed 1) 2m10s
+    2026-01-05 14:03:30 heartbeat: xeval run: 2/7 work items (29%), 6m40s > udpos (en, seed 1) 2m10s
         > fine-tune udpos: 120/500 steps (24%), 1.85 steps/s, 1m05s, eta 3m25s, loss=0.412
 
 An ``Activity`` is one thing that runs (a work item, a fine-tuning loop, an encoding pass). Activities nest: they
@@ -63,8 +64,10 @@ class Activity:
     The same few methods as a tqdm bar (``update``, ``set_postfix``, ``set_postfix_str``, ``close``, ``n``,
     ``total``), so code written for a bar reports here unchanged."""
 
-    def __init__(self, label: str, total: int | None = None, unit: str | None = None, monitor: Monitor | None = None):
+    def __init__(self, label: str, total: int | None = None, unit: str | None = None, monitor: Monitor | None = None,
+                 rate: bool = True):
         self.label, self.total, self.unit = label, total, unit
+        self.rate = rate  # False: counts only, no rate or eta (units of very unequal cost)
         self.n = 0
         self.initial = 0  # counted before this process started (a resumed run): not part of the rate
         self.postfix = ""
@@ -116,7 +119,7 @@ class Activity:
         unit = _plural(self.unit, 2)
         parts = [f"{self.n}/{self.total} {unit} ({100 * self.n / self.total:.0f}%)" if self.total
                  else f"{self.n} {_plural(self.unit, self.n)}"]
-        rate = (self.n - self.initial) / elapsed if elapsed > 0 else 0.0
+        rate = (self.n - self.initial) / elapsed if elapsed > 0 and self.rate else 0.0
         if rate >= 1:
             parts.append(f"{rate:.3g} {unit}/s")
         elif rate > 0:

@@ -272,7 +272,9 @@ def _run_items(items, adapters, contexts, kinds: dict, echo, on_task=None, joint
     """Run work items in order, each under its lock in the store; echo a card's line at its first item (and the
     control's at the control's first); ``on_task`` with a card's records once its last item is done. The run and
     each item are activities of the heartbeat (``xeval.base.console``: what a log file shows while they run)."""
-    with console.activity("xeval run", total=len(items), unit="work item") as progress:
+    # no run-level rate or eta: a suite's items differ in cost by two orders of magnitude (a 30-language fine-tune
+    # against one Tatoeba language), so a rate over items read "eta 3h53m" 10 minutes into a 47-minute run
+    with console.activity("xeval run", total=len(items), unit="work item", rate=False) as progress:
         return _run_counted(items, adapters, contexts, kinds, echo, on_task, joint, progress)
 
 
