@@ -67,7 +67,7 @@ class Activity:
     def __init__(self, label: str, total: int | None = None, unit: str | None = None, monitor: Monitor | None = None,
                  rate: bool = True):
         self.label, self.total, self.unit = label, total, unit
-        self.rate = rate  # False: counts only, no rate or eta (units of very unequal cost)
+        self.show_rate = rate  # False: counts only, no rate or eta (units of very unequal cost)
         self.n = 0
         self.initial = 0  # counted before this process started (a resumed run): not part of the rate
         self.postfix = ""
@@ -119,7 +119,7 @@ class Activity:
         unit = _plural(self.unit, 2)
         parts = [f"{self.n}/{self.total} {unit} ({100 * self.n / self.total:.0f}%)" if self.total
                  else f"{self.n} {_plural(self.unit, self.n)}"]
-        rate = (self.n - self.initial) / elapsed if elapsed > 0 and self.rate else 0.0
+        rate = (self.n - self.initial) / elapsed if elapsed > 0 and self.show_rate else 0.0
         if rate >= 1:
             parts.append(f"{rate:.3g} {unit}/s")
         elif rate > 0:

@@ -8,8 +8,9 @@ clean) gives 64 random bits in ~1 ns; each element's 32 bits against ``p * 2^32`
 within 2^-32. Each call seeds a fresh SFC64 with one 63-bit draw from torch's default generator, so
 ``torch.manual_seed`` decides the masks as it does torch's own.
 
-``RNGS`` names the two ways a fine-tuning recipe (``dropout_rng``) or an engine model can draw masks; the masks, not
-the maths, differ, so switching is like changing the seed. Off the CPU torch's own dropout runs (fused on a GPU).
+A fine-tuning recipe (``dropout_rng``) or an engine config (``train.dropout_rng``) picks these masks or torch's; the
+masks, not the maths, differ, so switching is like changing the seed. Off the CPU torch's own dropout runs (fused on
+a GPU).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-
-RNGS = ("sfc64", "torch")
 
 
 def _seed() -> int:

@@ -91,3 +91,15 @@ def test_recipe_names_the_generator():
     assert Recipe.build({"dropout_rng": "torch"}).dropout_rng == "torch"
     with pytest.raises(ConfigError, match="dropout_rng: expected 'sfc64' or 'torch'"):
         Recipe.build({"dropout_rng": "philox"})
+
+
+def test_a_model_loaded_with_eager_attention_keeps_it():
+    """Only SDPA models are switched: xeval_sfc64 evaluates through SDPA, which would change an eager model's
+    predictions by rounding."""
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=32, max_position_embeddings=32, attn_implementation="eager")
+    model = BertModel(config)
+    text = dropout_masks.use_masks(model, "sfc64")
+    assert text == "sfc64: 7 dropout modules, attention torch's masks (attention not switchable)"
+    assert model.config._attn_implementation == "eager"

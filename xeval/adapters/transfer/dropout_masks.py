@@ -62,8 +62,13 @@ def use_masks(model: nn.Module, rng: str) -> str:
         return "torch"
     swapped, engine_layers = sfc64.use_sfc64(model)
     attention = "torch's masks (attention not switchable)"
-    configs = {id(m.config): m for m in model.modules() if getattr(getattr(m, "config", None),
-                                                                    "_attn_implementation", None) in {"sdpa", "eager"}}
+    # only SDPA models: outside CPU training xeval_sfc64 *is* transformers' SDPA attention, so their predictions stay
+    # bit for bit; a model loaded with another attention keeps it (and torch's attention masks)
+    # (layers share their model's config: the first module of a config, in pre-order, is the model that owns it)
+    configs: dict[int, nn.Module] = {}
+    for m in model.modules():
+        if getattr(getattr(m, "config", None), "_attn_implementation", None) == "sdpa":
+            configs.setdefault(id(m.config), m)
     if engine_layers:
         attention = f"sfc64 in {engine_layers} engine attention layers"
     elif configs:
