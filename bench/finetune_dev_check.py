@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--dev", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pass-tokens", type=int, default=None,
+                        help="xeval's recipe pass_tokens (default: the recipe's; 0: one micro-batch a pass)")
     args = parser.parse_args()
 
     import torch
@@ -45,7 +47,7 @@ def main() -> None:
     transformers.logging.set_verbosity_error()
     encoder = Encoder(args.model, device="cpu")
     overrides = {"max_steps": args.steps, "batch_size": args.batch_size, "max_train": args.train, "select": "last",
-                 "learning_rate": args.lr, "warmup_ratio": 0.0, "warmup_steps": 0}
+                 "learning_rate": args.lr, "warmup_ratio": 0.0, "warmup_steps": 0, "pass_tokens": args.pass_tokens}
     peers = bench.classification_pair(encoder, root, overrides, "cpu", seed=args.seed)
     family, recipe, _, features = bench.adapter_side("xnli", PairClassification, encoder, root, overrides)
     dev = load(family.card, "en", "dev", bench.context(encoder, root, overrides))[: args.dev]

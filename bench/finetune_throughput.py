@@ -12,8 +12,9 @@ For tagging (UD-POS English) and pair classification (MultiNLI subset), the same
   = the whole step in one pass, fused AdamW (its default optimiser), linear schedule, clipping at 1.0, no
   logging, saving or evaluation inside the timed loop;
 - (d) xeval: the adapter's features (word windows, first-subword labels / pair encoding) and
-  ``training.fine_tune`` with the card's recipe (8 x 4 micro-batches as XTREME, batches grouped by length and
-  padded each to its longest, each micro-batch trimmed to its own longest), with the adapter's head.
+  ``training.fine_tune`` with the card's recipe (XTREME's 8 x 4 loss maths: each micro-batch of 8 keeps its own
+  loss mean, the four sharing one pass up to ``pass_tokens``; batches grouped by length, each pass trimmed to its own
+  longest), with the adapter's head; ``--pass-tokens 0`` gives each micro-batch its own pass.
 
 All run the same number of optimiser steps of the same 32 examples (AdamW, linear schedule, clipping), so they
 compute the same training maths: padding is masked (no attention, no loss), accumulation sums the same gradient;
@@ -170,7 +171,15 @@ def adapter_side(card_name: str, family_cls, encoder, root, recipe_overrides):
     return family, recipe, examples, family.features(examples)
 
 
-def tagging_pair(encoder, root, recipe_overrides, device):
+def with_passes_ab(runs: dict, family, features, recipe, device, seed: int = 1) -> dict:
+    """The peers plus ``xeval-pass0``: xeval's loop with one micro-batch a forward/backward pass (``pass_tokens``
+    0, xeval before passes), to time what sharing a pass buys in the same process."""
+    from dataclasses import replace
+
+    return {**runs, "xeval-pass0": xeval_runner(family, features, replace(recipe, pass_tokens=0), device, seed)}
+
+
+def tagging_pair(encoder, root, recipe_overrides, device, passes_ab: bool = False):
     from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification
 
     from xeval.adapters.transfer.tagging import Tagging
@@ -188,10 +197,11 @@ def tagging_pair(encoder, root, recipe_overrides, device):
         dataset.append({"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i], "labels": labels})
     hf = hf_pair(AutoModelForTokenClassification, encoder.spec, len(family.labels), dataset,
                  DataCollatorForTokenClassification, tok, recipe, device)
-    return {**hf, "xeval": xeval_runner(family, features, recipe, device)}
+    runs = {**hf, "xeval": xeval_runner(family, features, recipe, device)}
+    return with_passes_ab(runs, family, features, recipe, device) if passes_ab else runs
 
 
-def classification_pair(encoder, root, recipe_overrides, device, seed: int = 1):
+def classification_pair(encoder, root, recipe_overrides, device, seed: int = 1, passes_ab: bool = False):
     from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
     from xeval.adapters.transfer.classification import PairClassification
@@ -205,7 +215,8 @@ def classification_pair(encoder, root, recipe_overrides, device, seed: int = 1):
                for i, ex in enumerate(examples)]
     hf = hf_pair(AutoModelForSequenceClassification, encoder.spec, len(family.labels), dataset,
                  DataCollatorWithPadding, tok, recipe, device, seed)
-    return {**hf, "xeval": xeval_runner(family, features, recipe, device, seed)}
+    runs = {**hf, "xeval": xeval_runner(family, features, recipe, device, seed)}
+    return with_passes_ab(runs, family, features, recipe, device, seed) if passes_ab else runs
 
 
 # ------------------------------------------------------------------------------------------------ measurement
@@ -228,11 +239,10 @@ def compare(name: str, runs: dict, examples_per_run: int, repeats: int) -> float
         for key in keys if r % 2 == 0 else keys[::-1]:
             times[key].append(timed(runs[key]))
     rate = {k: examples_per_run / statistics.median(v) for k, v in times.items()}
-    print(f"{name:<16} " + "   ".join(f"{k} {rate[k]:7.1f} ex/s" for k in keys)
-          + f"   xeval/xtreme {rate['xeval'] / rate['xtreme']:.2f}   xeval/hf {rate['xeval'] / rate['hf']:.2f}   "
-          + (f"xeval/trainer {rate['xeval'] / rate['trainer']:.2f}   " if "trainer" in rate else "")
-          + f"(medians of {repeats}, {examples_per_run} examples a run)", flush=True)
-    return rate['xeval'] / rate['xtreme']
+    ratios = "".join(f"   xeval/{k} {rate['xeval'] / rate[k]:.2f}" for k in keys if k != "xeval")
+    print(f"{name:<16} " + "   ".join(f"{k} {rate[k]:7.1f} ex/s" for k in keys) + ratios
+          + f"   (medians of {repeats}, {examples_per_run} examples a run)", flush=True)
+    return rate['xeval'] / rate['xtreme'] if "xtreme" in rate else 0.0
 
 
 def main(argv=None) -> int:
@@ -248,6 +258,12 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tasks", default="tagging,classification")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="xeval's recipe precision")
+    parser.add_argument("--pass-tokens", type=int, default=None,
+                        help="xeval's recipe pass_tokens (default: the recipe's; 0: one micro-batch a pass)")
+    parser.add_argument("--passes-ab", action="store_true",
+                        help="add the peer xeval-pass0 (xeval with one micro-batch a pass) to time what a shared pass buys")
+    parser.add_argument("--peers", default=None,
+                        help="comma list of the peers to time (xtreme, hf, trainer, xeval, xeval-pass0; default all)")
     args = parser.parse_args(argv)
 
     import torch
@@ -262,14 +278,17 @@ def main(argv=None) -> int:
                                                             args.hidden)
     encoder = Encoder(folder, device=args.device)
     n = args.steps * args.batch_size
-    # xeval: the card's own recipe (8 x 4 micro-batches, length-grouped, dynamic padding) over these fields
+    # xeval: the card's own recipe (8 x 4 loss maths in one pass, length-grouped, dynamic padding) over these fields
     recipe = {"max_steps": args.steps, "batch_size": args.batch_size, "max_train": n, "select": "last",
-              "learning_rate": 5e-5, "precision": args.precision}
+              "learning_rate": 5e-5, "precision": args.precision, "pass_tokens": args.pass_tokens}
     print(f"model {encoder.key} ({encoder.num_layers} x {encoder.hidden_size}), device {args.device}, "
           f"{args.threads} thread(s), {args.steps} steps x {args.batch_size}")
     builders = {"tagging": tagging_pair, "classification": classification_pair}
     for name in args.tasks.split(","):
-        compare(name, builders[name](encoder, root, recipe, args.device), n, args.repeats)
+        runs = builders[name](encoder, root, recipe, args.device, passes_ab=args.passes_ab)
+        if args.peers:
+            runs = {k: v for k, v in runs.items() if k in args.peers.split(",") or k == "xeval"}
+        compare(name, runs, n, args.repeats)
     return 0
 
 

@@ -44,6 +44,13 @@ def uses_token_types(backbone: nn.Module) -> bool:
 
 
 def hidden_dropout(backbone: nn.Module) -> float:
+    """The head's dropout, as ``BertForTokenClassification`` / ``…ForSequenceClassification`` take it: the config's
+    ``classifier_dropout`` when set, else its hidden dropout (0.0 included: a model trained without dropout keeps
+    none), 0.1 when the config names neither."""
     config = getattr(backbone, "config", None)
-    return float(getattr(config, "hidden_dropout_prob", None) or getattr(config, "dropout", None) or 0.1)
+    for name in ("classifier_dropout", "hidden_dropout_prob", "dropout"):
+        value = getattr(config, name, None)
+        if value is not None:
+            return float(value)
+    return 0.1
 

@@ -12,8 +12,8 @@ forward/backward pass changes, the rest being gradient accumulation. The search,
 
 On a CPU there is no search: main memory gives no out-of-memory signal before the system swaps, so the recipe's
 micro-batch is kept and the run says so. ``auto`` is part of each unit's identity (``batch_size: auto``): the
-micro-batch decides which examples share a dropout draw, so its numbers are those of the size it found, which the
-record names.
+micro-batch decides which examples share a dropout draw and, for tagging and QA, a loss mean
+(``xeval.adapters.transfer.passes``), so its numbers are those of the size it found, which the record names.
 """
 
 from __future__ import annotations

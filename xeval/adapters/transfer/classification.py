@@ -14,13 +14,13 @@ Score: accuracy (XTREME's metric for both tasks). Submission layout: one predict
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from xeval.adapters.transfer import dispatch
 from xeval.adapters.transfer.backbone import accepts_token_types, head_init, hidden_dropout, uses_token_types
 from xeval.adapters.transfer.base import Family
 from xeval.adapters.transfer.fine_tuning import batches
+from xeval.adapters.transfer.passes import grouped_cross_entropy
 from xeval.base import console
 from xeval.base.errors import ConfigError
 from xeval.metrics import accuracy
@@ -39,7 +39,7 @@ class PairClassifier(nn.Module):
         self.classifier = head_init(nn.Linear(hidden, num_labels), std)
         self.token_types = accepts_token_types(backbone)
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
+    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None, loss_group=None):
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None and self.token_types else {}
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **extra)
         if self.use_pooler:
@@ -49,7 +49,7 @@ class PairClassifier(nn.Module):
         logits = self.classifier(self.dropout(pooled))  # [B, C]
         if labels is None:
             return (logits,)
-        return F.cross_entropy(logits, labels), logits
+        return grouped_cross_entropy(logits, labels, loss_group), logits
 
 
 # Families whose ``…ForSequenceClassification`` builds the backbone without its pooler and classifies the first

@@ -15,7 +15,8 @@ Also the batching it trains on (and the families predict with): padding (``colla
 batches (``batches``), micro-batch trimming. The hyper-parameters come as a ``Recipe``
 (``xeval.adapters.transfer.recipe``); the families build their own features and heads
 (``xeval.adapters.transfer.backbone``), so this module only needs a model whose ``forward(**batch)`` returns
-``(loss, logits...)`` when the batch carries labels.
+``(loss, logits...)`` when the batch carries labels, and takes ``loss_group`` (rows per micro-batch mean,
+``xeval.adapters.transfer.passes``) when a pass holds several micro-batches.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 from torch import nn
 
 from xeval.adapters.transfer.lazy_rows import LazyRowsAdamW, lazy_embedding
+from xeval.adapters.transfer.passes import plan
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.base import collectives, console
 from xeval.base.errors import ConfigError
@@ -141,9 +143,10 @@ class TrainReport:
     best_step: int | None
     best_dev: float | None
     dev_curve: list[tuple[int, float]]
-    final_loss: float | None
+    final_loss: float | None  # the last step's last pass (micro-batches sharing it: their means weighted by rows)
     duration_s: float
-    micro_batch: int | None = None  # examples per forward/backward pass (--batch-size auto: the size it found)
+    micro_batch: int | None = None  # examples per loss mean (the card's micro-batch; --batch-size auto: the size it found)
+    passes: int | None = None  # forward/backward passes run (xeval.adapters.transfer.passes: micro-batches share them)
     batch_search: str | None = None  # how --batch-size auto found it (None: the recipe's, no search)
     dropout_masks: str | None = None  # what drew the dropout masks (xeval.adapters.transfer.dropout_masks)
 
@@ -167,13 +170,17 @@ def fine_tune(
     (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode.
 
     ``data_parallel`` (``xeval run --ddp-finetune`` under torchrun): every rank runs this with the same arguments;
-    each step's micro-batches are dealt round-robin over the ranks and their gradients summed (``all_reduce``),
-    so a step computes the same gradient as one process would, up to float summation order. Dropout masks are
-    drawn from a generator seeded per (seed, step, micro-batch), so they too do not depend on which rank computes
-    a micro-batch. Rank 0 scores the dev set and tells the others.
+    each step's micro-batches are dealt round-robin over the ranks (one micro-batch a pass) and their gradients
+    summed (``all_reduce``), so a step computes the same gradient as one process would with ``pass_tokens`` 0, up
+    to float summation order. Dropout masks are drawn from a generator seeded per (seed, step, micro-batch), so
+    they too do not depend on which rank computes a micro-batch. Rank 0 scores the dev set and tells the others.
 
     ``auto_batch`` (``--batch-size auto``): the micro-batch is the largest that fits the accelerator
-    (``xeval.adapters.transfer.batch_search``), the optimiser step unchanged."""
+    (``xeval.adapters.transfer.batch_search``), the optimiser step unchanged, one micro-batch a pass.
+
+    On a CPU in one process, consecutive micro-batches share a forward/backward pass up to ``recipe.pass_tokens``
+    padded tokens, each keeping its own loss mean (``xeval.adapters.transfer.passes``); on an accelerator the
+    card's micro-batch stays the pass (it is what bounds the device's memory)."""
     if not features:
         raise ConfigError(f"{desc}: no training examples")
     model.to(device).train()
@@ -182,6 +189,9 @@ def fine_tune(
         from xeval.adapters.transfer.batch_search import micro_batch
 
         micro, search = micro_batch(model, features, recipe, pad_token_id, device, collate)
+    rank, world = collectives.rank_world() if data_parallel else (0, 1)
+    # merged passes only where main memory holds them and one process computes the step (ranks share its passes)
+    budget = recipe.pass_tokens if torch.device(device).type == "cpu" and world == 1 else 0
     set_seed(seed)
     steps_per_epoch = math.ceil(len(features) / recipe.batch_size)
     total = recipe.max_steps or max(1, math.ceil(steps_per_epoch * recipe.epochs))
@@ -190,7 +200,6 @@ def fine_tune(
     scheduler = linear_schedule(optimizer, warmup, total)
     generator = torch.Generator().manual_seed(seed)
     select = recipe.select == "dev" and evaluate is not None
-    rank, world = collectives.rank_world() if data_parallel else (0, 1)
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
 
     best_score, best_step, best_state = None, None, None
@@ -212,20 +221,28 @@ def fine_tune(
             console.log.info(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}")
 
     start = time.perf_counter()
-    step, seen, loss_value = 0, 0, None
+    step, seen, loss_value, run_passes = 0, 0, None, 0
     # data parallel: rank 0 draws the one bar (or writes the heartbeat); the others count silently
     bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else Activity(desc, total, "step")
     while step < total:
         for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
                              group_by_length=recipe.group_by_length):
             n = len(batch["input_ids"])
-            chunks = [{k: v[i : i + micro] for k, v in batch.items()} for i in range(0, n, micro)]
-            for index in range(rank, len(chunks), world):  # one process: every micro-batch
+            mask = batch.get("attention_mask")
+            lengths = mask.sum(dim=1).tolist() if mask is not None else [batch["input_ids"].shape[1]] * n
+            ranges = plan(lengths, micro, budget)
+            chunks = [{k: v[a:b] for k, v in batch.items()} for a, b in ranges]
+            for index in range(rank, len(chunks), world):  # one process: every pass
                 chunk = {k: v.to(device) for k, v in trimmed(chunks[index]).items()}
-                torch.manual_seed(_micro_batch_seed(seed, step, index))  # dropout masks independent of the rank
+                # dropout masks independent of the rank; seeded by the pass's first micro-batch, so that with
+                # one micro-batch a pass (pass_tokens 0) they are those of xeval before passes
+                torch.manual_seed(_micro_batch_seed(seed, step, ranges[index][0] // micro))
+                rows = len(chunk["input_ids"])
+                group = {"loss_group": micro} if rows > micro else {}  # each micro-batch's own mean
                 with autocast:
-                    loss = model(**chunk)[0].float()
-                (loss * len(chunk["input_ids"]) / n).backward()  # mean over the whole step's examples
+                    loss = model(**chunk, **group)[0].float()
+                (loss * rows / n).backward()  # mean over the whole step's examples
+                run_passes += 1  # this rank's
             if world > 1:
                 collectives.all_reduce_gradients(model.parameters())
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
@@ -234,7 +251,7 @@ def fine_tune(
             optimizer.zero_grad(set_to_none=True)
             step += 1
             seen += n
-            if rank < len(chunks):  # this rank computed a micro-batch (the last one it computed)
+            if rank < len(chunks):  # this rank computed a pass (the last one it computed)
                 loss_value = float(loss.detach())
                 bar.set_postfix(loss=f"{loss_value:.3f}")
             bar.update(1)
@@ -250,7 +267,7 @@ def fine_tune(
         # saved checkpoint, and its step count is rarely a multiple of --save_steps (PAN-X 6,250 vs 6,000)
         checkpoint(step)  # a tie keeps the earlier checkpoint (strictly better only), as XTREME's sort does
     bar.close()
-    if world > 1:  # the loss of the step's last micro-batch, as one process reports it
+    if world > 1:  # the loss of the step's last pass, as one process reports it
         loss_value = collectives.broadcast(loss_value, src=(len(chunks) - 1) % world)
     if isinstance(optimizer, LazyRowsAdamW):
         optimizer.close()  # the model outlives its fine-tune
@@ -267,14 +284,17 @@ def fine_tune(
         final_loss=None if loss_value is None else round(loss_value, 6),
         duration_s=round(time.perf_counter() - start, 3),
         micro_batch=micro,
+        passes=collectives.total(run_passes) if world > 1 else run_passes,  # every rank's
         batch_search=search,
     )
 
 
 def trimmed(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A micro-batch without the padding columns none of its examples uses (a step's batch is padded to its
-    longest example; each micro-batch of it needs only its own longest). Masked positions carry no attention and
-    no loss, so the result is the same up to float rounding."""
+    """A pass without the padding columns none of its examples uses (a step's batch is padded to its longest
+    example; each pass of it needs only its own longest). Masked positions carry no attention and
+    no loss, so the result is the same up to float rounding -- except QA's span softmax, which runs over the
+    padding positions too (as ``BertForQuestionAnswering``'s; XTREME pads every window to 384): there a window's
+    loss depends on its batch's width, and a pass keeps each micro-batch's own (``SpanExtractor``)."""
     mask = batch.get("attention_mask")
     if mask is None or mask.dim() != 2:
         return batch

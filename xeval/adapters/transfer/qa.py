@@ -51,17 +51,37 @@ class SpanExtractor(nn.Module):
         self.qa_outputs = head_init(nn.Linear(backbone.config.hidden_size, 2), std)
         self.token_types = accepts_token_types(backbone)
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None, start_positions=None, end_positions=None):
+    def forward(self, input_ids, attention_mask, token_type_ids=None, start_positions=None, end_positions=None,
+                loss_group=None):
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None and self.token_types else {}
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **extra)
         logits = self.qa_outputs(out.last_hidden_state)  # [B, T, 2]
         start, end = logits[..., 0], logits[..., 1]  # [B, T] each
         if start_positions is None:
             return (start, end)
-        width = start.size(1)  # positions outside the input are ignored, as in BertForQuestionAnswering
-        loss = (F.cross_entropy(start, start_positions.clamp(0, width), ignore_index=width)
-                + F.cross_entropy(end, end_positions.clamp(0, width), ignore_index=width)) / 2
-        return loss, start, end
+        rows = start.size(0)
+        if loss_group is None or loss_group >= rows:
+            return span_loss(start, end, start_positions, end_positions), start, end
+        # several micro-batches in one pass (xeval.adapters.transfer.passes): the softmax over positions runs over
+        # padding too (as BertForQuestionAnswering's), so each micro-batch is scored at the width it would have
+        # alone (its own longest), its loss weighted by its rows
+        lengths = attention_mask.sum(dim=1)
+        parts = []
+        for i in range(0, rows, loss_group):
+            width = int(lengths[i : i + loss_group].max())
+            part = span_loss(start[i : i + loss_group, :width], end[i : i + loss_group, :width],
+                             start_positions[i : i + loss_group], end_positions[i : i + loss_group])
+            parts.append(part * (min(loss_group, rows - i) / rows))
+        return torch.stack(parts).sum(), start, end
+
+
+def span_loss(start: torch.Tensor, end: torch.Tensor, start_positions: torch.Tensor,
+              end_positions: torch.Tensor) -> torch.Tensor:
+    """``BertForQuestionAnswering``'s loss: the mean of the start and end cross-entropies over every position of
+    the input, padding included; positions outside the input are ignored. start, end [B, T]; positions [B]."""
+    width = start.size(1)
+    return (F.cross_entropy(start, start_positions.clamp(0, width), ignore_index=width)
+            + F.cross_entropy(end, end_positions.clamp(0, width), ignore_index=width)) / 2
 
 
 class QA(Family):

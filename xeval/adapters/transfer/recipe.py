@@ -22,6 +22,10 @@ class Recipe:
     batch_size: int = 32  # examples per optimiser step (XTREME: 8 per device step x 4 accumulation)
     gradient_accumulation: int | None = None  # split each step into this many micro-batches (same maths)
     per_device_batch_size: int | None = None  # or give the micro-batch size (batch_size / gradient_accumulation)
+    # padded tokens one forward/backward pass may hold on a CPU (xeval.adapters.transfer.passes): consecutive
+    # micro-batches of a step share a pass up to it, each keeping its own loss mean (the same maths, other dropout
+    # draws, like a seed); 0: one micro-batch a pass (xeval before this field; accelerators and data-parallel always)
+    pass_tokens: int = 8192
     eval_batch_size: int = 128  # prediction batches are sorted by length, so a large one pads little
     group_by_length: bool = True  # training batches of similar lengths (seeded), padded each to its longest
     max_length: int = 128  # tokens per input (XTREME: 128; QA 384), capped by the encoder's own limit
@@ -136,14 +140,18 @@ class Recipe:
             if not math.isfinite(value) or value < low or (strict and value == low):
                 raise ConfigError(f"recipe field {name}: expected a finite number {'>' if strict else '>='} {low:g}, "
                                   f"found {value!r}")
+        if self.pass_tokens < 0:
+            raise ConfigError(f"recipe field pass_tokens: expected an integer >= 0 (0: one micro-batch a pass), "
+                              f"found {self.pass_tokens!r}")
         if self.warmup_steps < 0 or self.warmup_ratio >= 1:
             raise ConfigError(f"recipe: expected warmup_steps >= 0 and warmup_ratio < 1, found {self.warmup_steps} "
                               f"and {self.warmup_ratio:g}")
 
     @property
     def micro_batch_size(self) -> int:
-        """Examples per forward/backward pass. Capped by the step size, so a small ``--batch-size`` override
-        still works with a card that names XTREME's per-device size."""
+        """Examples per micro-batch: each keeps its own loss mean (XTREME's per-device batch; several share a
+        forward/backward pass up to ``pass_tokens`` on a CPU). Capped by the step size, so a small ``--batch-size``
+        override still works with a card that names XTREME's per-device size."""
         if self.per_device_batch_size:
             size = self.per_device_batch_size
         else:

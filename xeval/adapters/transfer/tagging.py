@@ -19,13 +19,13 @@ Submission layout: one tag per line, a blank line after each sentence (what XTRE
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from xeval.adapters.transfer import dispatch
 from xeval.adapters.transfer.backbone import head_init, hidden_dropout
 from xeval.adapters.transfer.base import Family
 from xeval.adapters.transfer.fine_tuning import IGNORE_INDEX, batches
+from xeval.adapters.transfer.passes import grouped_cross_entropy
 from xeval.base import console
 from xeval.base.errors import ConfigError
 from xeval.cards.compat import SEP_TOKEN_EXTRA
@@ -43,13 +43,13 @@ class Tagger(nn.Module):
         std = getattr(backbone.config, "initializer_range", 0.02)
         self.classifier = head_init(nn.Linear(backbone.config.hidden_size, num_labels), std)
 
-    def forward(self, input_ids, attention_mask, labels=None):
+    def forward(self, input_ids, attention_mask, labels=None, loss_group=None):
         out = self.backbone(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # [B, T, C]
         if labels is None:
             return (logits,)
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
-        return loss, logits
+        # the mean over each micro-batch's labelled tokens (several share a pass: xeval.adapters.transfer.passes)
+        return grouped_cross_entropy(logits, labels, loss_group, IGNORE_INDEX), logits
 
 
 def word_windows(counts: list[int], budget: int) -> list[tuple[int, int]]:
