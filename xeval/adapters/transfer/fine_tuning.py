@@ -12,7 +12,7 @@ What it does, as XTREME's ``run_tag.py`` / ``run_classify.py`` / ``run_squad.py`
 - a tqdm progress bar on a terminal, heartbeat lines in a log (``xeval.base.console``).
 
 Also the batching it trains on (and the families predict with): padding (``collate``), length-grouped seeded
-batches (``batches``), micro-batch trimming. The hyper-parameters come as a ``Recipe``
+batches (``batches``), pass trimming (``trimmed``). The hyper-parameters come as a ``Recipe``
 (``xeval.adapters.transfer.recipe``); the families build their own features and heads
 (``xeval.adapters.transfer.backbone``), so this module only needs a model whose ``forward(**batch)`` returns
 ``(loss, logits...)`` when the batch carries labels, and takes ``loss_group`` (rows per micro-batch mean,

@@ -8,7 +8,8 @@ So consecutive micro-batches of a step share one forward/backward pass while the
 padded tokens (``plan``), and the heads take each micro-batch's own mean inside the pass (``grouped_cross_entropy``):
 the step's loss is the same sum. What changes is float rounding and the dropout masks (one draw for the pass
 instead of one a micro-batch: like another seed). ``pass_tokens: 0`` gives every micro-batch a pass of its own, as
-xeval did before the field.
+xeval did before the field; so do accelerators (the micro-batch bounds the device's memory) and ``--ddp-finetune``'s
+ranks (``fine_tune`` decides).
 """
 
 from __future__ import annotations
