@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from xeval.base.atomic import write_json
+from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.errors import ConfigError, UserError
 from xeval.engine import checkpoint as ckpt
 from xeval.engine.cleaning import CleanConfig
@@ -147,6 +148,8 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
     net = wrap_ddp(model, world, device)
     n_params = sum(p.numel() for p in model.encoder.parameters())
     amp_dtype = torch.bfloat16 if tc.bf16 else torch.float32
+    if tc.bf16 and torch.device(device).type == "cpu":
+        warn_slow_bf16("train.bf16")
     peak = measure_peak(device, amp_dtype)
     log.line(f"encoder {n_params / 1e6:.2f}M parameters ({model_cfg.num_hidden_layers} x {model_cfg.hidden_size}, "
              f"vocab {model_cfg.vocab_size}); objectives {', '.join(cfg.objectives)}; matmul peak "

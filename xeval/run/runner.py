@@ -25,6 +25,7 @@ from xeval.adapters.probes.base import SUBMISSION_FOLDER, export_chosen_layer
 from xeval.adapters.transfer import shared_training
 from xeval.base import collectives, console
 from xeval.base.atomic import check_output
+from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.console import log
 from xeval.base.errors import UserError
 from xeval.cards.catalog import load_suite
@@ -137,6 +138,8 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     if encoder is None:
         encoder = Encoder(opts.model, device=device, dtype=check_dtype(opts.dtype), revision=opts.revision,
                           trust_remote_code=opts.trust_remote_code)
+    if opts.dtype == "bfloat16" and str(device).startswith("cpu"):
+        warn_slow_bf16("--dtype bfloat16")
     store = Store(opts.out, overwrite=opts.overwrite) if opts.out is not None else MemoryStore()
     if label is not None:
         encoder.label = label

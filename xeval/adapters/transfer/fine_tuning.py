@@ -35,6 +35,7 @@ from xeval.adapters.transfer.lazy_rows import LazyRowsAdamW, lazy_embedding
 from xeval.adapters.transfer.passes import plan
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.base import collectives, console
+from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.errors import ConfigError
 from xeval.base.heartbeat import Activity
 
@@ -201,6 +202,8 @@ def fine_tune(
     generator = torch.Generator().manual_seed(seed)
     select = recipe.select == "dev" and evaluate is not None
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
+    if recipe.precision == "bf16" and torch.device(device).type == "cpu":
+        warn_slow_bf16("recipe precision=bf16")
 
     best_score, best_step, best_state = None, None, None
     curve: list[tuple[int, float]] = []

@@ -10,6 +10,7 @@ import torch
 
 from xeval.adapters.transfer.backbone import accepts_token_types
 from xeval.adapters.transfer.fine_tuning import collate
+from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.errors import ConfigError
 from xeval.base.hashing import hash_json
 from xeval.models.encoding_cache import EncodingCache
@@ -60,6 +61,8 @@ def encoding_autocast(encoder, precision: str):
     """The frozen encoder's forward pass under bf16 autocast (``--set precision=bf16`` in probe mode: products in
     bf16, norms, softmax and the residual stream in float32), or as it is ("fp32")."""
     device = torch.device(encoder.device).type
+    if precision == "bf16" and device == "cpu":
+        warn_slow_bf16("recipe precision=bf16")
     return torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
