@@ -14,7 +14,7 @@ ranks (``fine_tune`` decides).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -57,10 +57,16 @@ def grouped_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, group: int
     >>> round(float(grouped_cross_entropy(logits, labels)), 4)      # one mean over the 2 labelled rows
     0.0878
     """
-    rows = logits.shape[0]
+    def mean(a: int, b: int) -> torch.Tensor:
+        return F.cross_entropy(logits[a:b].flatten(0, -2), labels[a:b].flatten(), ignore_index=ignore_index)
+
+    return group_means(logits.shape[0], group, mean)
+
+
+def group_means(rows: int, group: int | None, mean: Callable[[int, int], torch.Tensor]) -> torch.Tensor:
+    """The loss of a pass of ``rows`` rows as micro-batches of ``group`` rows would give it: ``mean(a, b)`` (the
+    loss of rows [a, b) alone) for each group, weighted by its rows; one call over every row for one group."""
     if group is None or group >= rows:
-        return F.cross_entropy(logits.flatten(0, -2), labels.flatten(), ignore_index=ignore_index)
-    parts = [F.cross_entropy(logits[i : i + group].flatten(0, -2), labels[i : i + group].flatten(),
-                             ignore_index=ignore_index) * (min(group, rows - i) / rows)
-             for i in range(0, rows, group)]
-    return torch.stack(parts).sum()
+        return mean(0, rows)
+    return torch.stack([mean(a, min(a + group, rows)) * (min(group, rows - a) / rows)
+                        for a in range(0, rows, group)]).sum()

@@ -31,6 +31,7 @@ from xeval.adapters.transfer import dispatch
 from xeval.adapters.transfer.backbone import accepts_token_types, head_init, uses_token_types
 from xeval.adapters.transfer.base import Family
 from xeval.adapters.transfer.fine_tuning import batches
+from xeval.adapters.transfer.passes import group_means
 from xeval.adapters.transfer.spans import Window, answer_span, best_span, mark_max_context, token_span
 from xeval.base import console
 from xeval.base.errors import ConfigError
@@ -59,20 +60,18 @@ class SpanExtractor(nn.Module):
         start, end = logits[..., 0], logits[..., 1]  # [B, T] each
         if start_positions is None:
             return (start, end)
-        rows = start.size(0)
-        if loss_group is None or loss_group >= rows:
-            return span_loss(start, end, start_positions, end_positions), start, end
         # several micro-batches in one pass (xeval.adapters.transfer.passes): the softmax over positions runs over
         # padding too (as BertForQuestionAnswering's), so each micro-batch is scored at the width it would have
-        # alone (its own longest), its loss weighted by its rows
+        # alone (its own longest); one micro-batch keeps the whole width, exactly as before passes
         lengths = attention_mask.sum(dim=1)
-        parts = []
-        for i in range(0, rows, loss_group):
-            width = int(lengths[i : i + loss_group].max())
-            part = span_loss(start[i : i + loss_group, :width], end[i : i + loss_group, :width],
-                             start_positions[i : i + loss_group], end_positions[i : i + loss_group])
-            parts.append(part * (min(loss_group, rows - i) / rows))
-        return torch.stack(parts).sum(), start, end
+
+        def mean(a: int, b: int) -> torch.Tensor:
+            if (a, b) == (0, start.size(0)):
+                return span_loss(start, end, start_positions, end_positions)
+            width = int(lengths[a:b].max())
+            return span_loss(start[a:b, :width], end[a:b, :width], start_positions[a:b], end_positions[a:b])
+
+        return group_means(start.size(0), loss_group, mean), start, end
 
 
 def span_loss(start: torch.Tensor, end: torch.Tensor, start_positions: torch.Tensor,
