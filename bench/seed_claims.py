@@ -21,6 +21,11 @@ With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-sm
 pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer) vs MLM+TLM, both
 continued from DIR; its floor is the init model itself (evaluated once as ``init``), not random weights.
 
+``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init with ``--init``). ``--curve N``
+also probes each model's exported steps at multiples of N (``--set train.export_every=M``, M dividing N:
+``steps/step-NNNNNNN``; step 0 = its initial weights) on Tatoeba and FLORES (the held-out pairs are left out: they
+would double the cost), and adds a table per claim of the scores over training: where a baseline crosses the floors.
+
 ``--steps N`` trains a fixed number of steps (the same model on an idle or a busy machine) instead of ``--budget``
 seconds. Every score is shown beside both floors: the random-init control and the char n-gram TF-IDF baseline
 (string similarity, no network); a claim is only read where its baseline clears both.
@@ -56,6 +61,7 @@ CLAIMS = [
 INIT_CLAIM = ("InfoXLM from a pretrained init: XLCO at the middle layer adds alignment (vs MLM+TLM, both continued)",
               ("infoxlm-init", "infoxlm", ()),  # the preset's XLCO layer: 2/3 of the depth
               ("mlm+tlm-init", "infoxlm", ("objectives.xlco=null",)))
+CLAIM_KEYS = ("infoxlm", "trtd", "relpos", "veco2")  # --claims names CLAIMS by these, in order; "init" = INIT_CLAIM
 TASKS = ("tatoeba", "flores", "heldout")
 INIT = "init"  # the store name of the --init model, the floor of the init claim
 
@@ -68,13 +74,47 @@ def sh(cmd: list[str], log: Path) -> None:
         sys.exit(f"seed_claims: {cmd[3]} failed (exit {done.returncode}); see {log}")
 
 
-def train(variant, seed: int, args) -> Path:
+def trained(out: Path) -> bool:
+    """A finished pre-training run (its card says ``finished``; older cards: the last step's statistics). A run
+    still training has ``model.safetensors`` and a card too: the checkpoint of its last save."""
+    import json
+
+    try:
+        card = json.loads((out / "xeval_pretrain.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (out / "model.safetensors").is_file() and (card.get("finished") is True
+                                                       or ("finished" not in card and bool(card.get("last"))))
+
+
+def same_tokenizer(a, b, seed: int, args) -> bool:
+    """Whether two variants would train the same tokenizer (same tokenizer section, corpora and seed)."""
+    from xeval.engine.config import load_config
+    from xeval.engine.setup import tokenizer_settings
+
+    def settings(variant):
+        _, preset, sets = variant
+        return tokenizer_settings(load_config(preset, args.size, [f"train.seed={seed}", *sets, *args.set]))
+
+    return settings(a) == settings(b)
+
+
+def train(variant, seed: int, args, earlier=()) -> Path:
+    """Pre-train one variant at one seed. ``earlier``: the variants already trained at this seed; this one pins the
+    tokenizer of the first that trained the same one (at ``tiny`` every claim's presets do) -- ``tokenizers`` is not
+    bit-reproducible (xeval.engine.tokenizer), so the models compared share one tokenizer instead of several that
+    differ in their pieces' scores and ids; it also saves the tokenizer's few CPU-minutes a model."""
     label, preset, sets = variant
     out = Path(args.out) / f"{label}-s{seed}"
-    if (out / "model.safetensors").is_file() and (out / "xeval_pretrain.json").is_file():
+    if trained(out):
         return out  # trained already (resume-aware)
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", preset, "--size", args.size, "--out", str(out),
            "--set", f"train.seed={seed}"]
+    for other in earlier if not label.endswith("-init") else ():  # an init run keeps the init model's tokenizer
+        first = Path(args.out) / f"{other[0]}-s{seed}"
+        if not other[0].endswith("-init") and trained(first) and same_tokenizer(variant, other, seed, args):
+            cmd += ["--set", f"tokenizer.path={first}"]
+            break
     if args.steps:  # a fixed number of steps: the same model on an idle or a busy machine
         cmd += ["--set", f"train.steps={args.steps}"]
     else:
@@ -89,10 +129,11 @@ def train(variant, seed: int, args) -> Path:
     return out
 
 
-def evaluate(model: Path, args, controls: str = "random-init,charngram", name: str | None = None) -> None:
+def evaluate(model: Path, args, controls: str = "random-init,charngram", name: str | None = None,
+             tasks: tuple[str, ...] = TASKS) -> None:
     """Retrieval probes at every layer beside the floors (``controls``; the char n-gram baseline is computed once
     per store, whatever the model). Models trained from ``--init`` have the init model as their floor instead."""
-    tasks = [t for t in TASKS if not (name == INIT and t == "heldout")]  # the init model has no held-out pairs
+    tasks = [t for t in tasks if not (name == INIT and t == "heldout")]  # the init model has no held-out pairs
     cmd = [sys.executable, "-m", "xeval", "run", "--model", str(model), "--suite", "engine", "--tasks",
            ",".join(tasks), "--layers", "all", "--threads", "1", "--device", "cpu",
            "--out", str(Path(args.out) / "runs"), "--max-eval", str(args.max_eval)]
@@ -103,6 +144,20 @@ def evaluate(model: Path, args, controls: str = "random-init,charngram", name: s
     if args.data:
         cmd += ["--data", args.data]
     sh(cmd, Path(args.out) / "eval.log")
+
+
+CURVE_TASKS = ("tatoeba", "flores")
+
+
+def series(model: Path, every: int) -> list[tuple[int, Path]]:
+    """The exported steps of a trained model (``train.export_every``) at multiples of ``every``, step 0 = its
+    initial weights; the last export equals the model itself, so the curve takes every step but the last from here."""
+    steps = sorted((int(d.name.split("-")[1]), d) for d in (model / "steps").glob("step-*") if d.is_dir())
+    return [(step, d) for step, d in steps[:-1] if step % every == 0]
+
+
+def curve_name(model: Path, step: int) -> str:
+    return f"{model.name}-step{step}"
 
 
 def scores(runs: Path) -> dict:
@@ -150,6 +205,38 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.1f} ± {std:.1f}" if len(values) > 1 else f"{values[0]:.1f} (1 seed)"
 
 
+def selected_claims(args) -> list:
+    keys = set(getattr(args, "claims", ",".join(CLAIM_KEYS)).split(","))
+    chosen = [c for key, c in zip(CLAIM_KEYS, CLAIMS) if key in keys]
+    return chosen + ([INIT_CLAIM] if args.init and ("init" in keys or keys >= set(CLAIM_KEYS)) else [])
+
+
+def curve_rows(args, table: dict, variant, base, seeds: list[int]) -> list[str]:
+    """Scores over training (the exported steps, then the final model), variant against baseline, mean over seeds,
+    beside the char n-gram baseline: the step at which a baseline clears the string-similarity floor, if any."""
+    out = Path(args.out)
+    steps = sorted({step for label in (variant[0], base[0]) for s in seeds
+                    for step, _ in series(out / f"{label}-s{s}", args.curve)})
+    if not steps:
+        return []
+    final = args.steps or "final"
+    rows = ["Over training (mean over seeds; each step's score at the layer its own rule chose):", "",
+            "| task | step | variant | baseline | char n-gram | baseline above the char n-gram |",
+            "|---|---|---|---|---|---|"]
+    for task in CURVE_TASKS:
+        ngram = table.get(("charngram", task), (None,))[0]
+        for step in steps + [final]:
+            def at(label, step=step, task=task):
+                names = [f"{label}-s{s}" if step == final else f"{label}-s{s}-step{step}" for s in seeds]
+                return [table[(n, task)][0] for n in names if (n, task) in table]
+
+            v, b = at(variant[0]), at(base[0])
+            above = "—" if not b or ngram is None else ("yes" if statistics.mean(b) > ngram else "no")
+            rows.append(f"| {task} | {step} | {mean_std(v)} | {mean_std(b)} | "
+                        f"{'—' if ngram is None else f'{ngram:.1f}'} | {above} |")
+    return rows + [""]
+
+
 def write_report(args, table: dict, command: str) -> Path:
     seeds = [int(s) for s in args.seeds.split(",")]
     training = (f"{args.steps} steps per model (fixed)" if args.steps else
@@ -166,8 +253,7 @@ def write_report(args, table: dict, command: str) -> Path:
              "over seeds); sign ✓ when Δ > 0 (the paper's direction), ✗ when Δ ≤ 0; with one seed no spread is "
              "known. A time budget buys fewer steps on a busier machine: each claim lists the steps its models "
              "reached.", ""]
-    claims = CLAIMS + ([INIT_CLAIM] if args.init else [])
-    for claim, variant, base in claims:
+    for claim, variant, base in selected_claims(args):
         lines += [f"## {claim}", "",
                   f"Steps reached per seed: {variant[0]} {steps_reached(Path(args.out), variant[0], seeds)}; "
                   f"{base[0]} {steps_reached(Path(args.out), base[0], seeds)}.", "",
@@ -199,6 +285,8 @@ def write_report(args, table: dict, command: str) -> Path:
                          f"{'—' if ngram is None else f'{ngram:.1f}'} | {cleared} | "
                          f"{'—' if delta is None else f'{delta:+.1f}'} | {sign} | {peaks[0]} / {peaks[1]} |")
         lines.append("")
+        if getattr(args, "curve", None):
+            lines += curve_rows(args, table, variant, base, seeds)
     lines += ["Not run here: XNLI-mini transfer gap (InfoXLM), alignment AER and POS/NER transfer (VECO 2.0) -- "
               "fine-tuning each model does not fit a shared CPU's budget.", ""]
     path = Path(args.report)
@@ -223,18 +311,29 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=None)
     parser.add_argument("--set", action="append", default=[], help="extra pretrain --set for every model")
     parser.add_argument("--report", default=str(REPO / "reports" / "seed_claims.md"))
+    parser.add_argument("--claims", default=",".join(CLAIM_KEYS),
+                        help=f"the claims to run, of {', '.join(CLAIM_KEYS)} (and init, with --init)")
+    parser.add_argument("--curve", type=int, default=None, metavar="N",
+                        help="also probe each model's exported steps at multiples of N "
+                             "(needs --set train.export_every=M, M dividing N)")
     args = parser.parse_args(argv)
+    unknown = set(args.claims.split(",")) - set(CLAIM_KEYS) - {"init"}
+    if unknown:
+        parser.error(f"--claims: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(CLAIM_KEYS)}")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",")]
-    claims = CLAIMS + ([INIT_CLAIM] if args.init else [])
+    claims = selected_claims(args)
     variants = list(dict.fromkeys(v for _, *pair in claims for v in pair))
-    if args.init:  # the init claim's floor: the init model itself
+    if INIT_CLAIM in claims:  # the init claim's floor: the init model itself
         evaluate(Path(args.init), args, controls="charngram", name=INIT)
     for seed in seeds:  # seed-major: one complete set of variants first, so a stopped sweep has every claim once
-        for variant in variants:
+        for i, variant in enumerate(variants):
             init_run = variant[0].endswith("-init")
-            evaluate(train(variant, seed, args), args, controls="" if init_run else "random-init,charngram")
+            model = train(variant, seed, args, earlier=variants[:i])
+            evaluate(model, args, controls="" if init_run else "random-init,charngram")
+            for step, export in series(model, args.curve) if args.curve else []:
+                evaluate(export, args, controls="", name=curve_name(model, step), tasks=CURVE_TASKS)
     table = scores(Path(args.out) / "runs")
     command = "python bench/seed_claims.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     print(f"wrote {write_report(args, table, command)}")

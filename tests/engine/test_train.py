@@ -14,6 +14,7 @@ import yaml
 from safetensors.torch import load_file
 
 from tests.helpers.engine import free_port, micro_config
+from xeval.models.files import unfinished_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,11 @@ def test_resume_is_bit_exact(tmp_path, fake_root, tokenizer_dir):
     pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6), full)
     pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6, stop_after=3), part)
     assert (part / "state" / "step-0000003").is_dir()
+    # the card says whether the weights beside it are the run's end (xeval run warns about those that are not)
+    assert json.loads((part / "xeval_pretrain.json").read_text())["finished"] is False
+    assert unfinished_run(part) and not unfinished_run(full)
     pretrain(micro_config(fake_root, objectives, tokenizer_dir, steps=6), part, resume=True)
+    assert json.loads((part / "xeval_pretrain.json").read_text())["finished"] is True and not unfinished_run(part)
     a = load_file(str(full / "state" / "step-0000006" / "model.safetensors"))
     b = load_file(str(part / "state" / "step-0000006" / "model.safetensors"))
     assert a.keys() == b.keys()

@@ -160,3 +160,26 @@ def test_minilm_tatoeba_equals_sentence_transformers_encode(minilm_dir, data_roo
         assert ours[lang].n_examples == len(pairs)
         for name, value in metrics.items():
             assert ours[lang].metrics[name] == pytest.approx(value, abs=1e-9), (lang, name)
+
+
+def test_an_engine_run_that_has_not_finished_is_named_when_loaded(tmp_path, caplog):
+    import json
+
+    from tests.helpers.tiny import make_tiny_bert
+    from xeval.models.encoder import Encoder
+    from xeval.models.files import unfinished_run
+
+    folder = make_tiny_bert(tmp_path / "m")  # a loadable folder of its own; the cards below are the engine's
+    card = folder / "xeval_pretrain.json"
+    for obj, warned in (({"config": {}, "last": {}}, True),  # written at the start: the run is training
+                        ({"config": {}, "last": {"step": 3}, "finished": False}, True),  # train.stop_after
+                        ({"config": {}, "last": {"step": 6}, "finished": True}, False),
+                        ({"config": {}, "last": {"step": 6}}, False),  # a card from before ``finished``
+                        ({"config": {}, "last": {}, "step": 300}, False)):  # a checkpoint-series export
+        card.write_text(json.dumps(obj))
+        assert bool(unfinished_run(folder)) is warned, obj
+    assert unfinished_run(tmp_path) is None  # no card: not an engine run
+    card.write_text(json.dumps({"config": {}, "last": {}}))
+    with caplog.at_level("WARNING", logger="xeval"):
+        Encoder(str(folder))
+    assert "its pre-training has not finished" in caplog.text

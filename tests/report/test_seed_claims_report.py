@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.bench import load_bench
 
 
@@ -51,3 +53,61 @@ def test_commands_fixed_steps_init_and_floors(tmp_path, monkeypatch):
     assert "--control random-init,charngram" in model and "--tasks tatoeba,flores,heldout" in model
     # the init model: its own floor, no held-out pairs (it was not trained by the engine), stored as "init"
     assert "--control charngram" in init and "--tasks tatoeba,flores " in init and "--name init" in init
+    sc.evaluate(tmp_path / "m" / "steps" / "step-0000300", args, controls="", name="m-step300", tasks=sc.CURVE_TASKS)
+    curve = " ".join(calls[-1][2:])  # a point of the curve: no controls (step 0 is the model's own init), no heldout
+    assert "--tasks tatoeba,flores " in curve and "--control" not in curve and "--name m-step300" in curve
+
+
+def test_curve_table_reads_the_exported_steps_and_marks_where_the_baseline_clears_the_ngram(tmp_path):
+    sc = load_bench("seed_claims")
+    for label in ("infoxlm-s0", "mlm+tlm-s0"):
+        for step in (0, 150, 300, 600):  # the last export (600) is the final model: the curve reads it from there
+            (tmp_path / label / "steps" / f"step-{step:07d}").mkdir(parents=True)
+    assert [s for s, _ in sc.series(tmp_path / "infoxlm-s0", 300)] == [0, 300]  # 150: not a multiple of 300
+    assert [s for s, _ in sc.series(tmp_path / "infoxlm-s0", 150)] == [0, 150, 300]
+    assert sc.curve_name(tmp_path / "infoxlm-s0", 300) == "infoxlm-s0-step300"
+    table = {("charngram", task): (10.0, None, "no layers", None) for task in sc.TASKS}
+    for name, score in (("infoxlm-s0-step0", 4.0), ("mlm+tlm-s0-step0", 4.0), ("infoxlm-s0-step300", 9.0),
+                        ("mlm+tlm-s0-step300", 7.0), ("infoxlm-s0", 14.0), ("mlm+tlm-s0", 11.0)):
+        table[(name, "tatoeba")] = (score, 2, "dev", 2)
+    args = argparse.Namespace(seeds="0", steps=600, budget=300.0, size="tiny", max_eval=300, init=None,
+                              out=str(tmp_path), report=str(tmp_path / "claims.md"), claims="infoxlm", curve=300)
+    text = sc.write_report(args, table, "cmd").read_text(encoding="utf-8")
+    assert "## XLM-E" not in text and "## VECO" not in text  # --claims infoxlm: that claim alone
+    assert "| tatoeba | 0 | 4.0 (1 seed) | 4.0 (1 seed) | 10.0 | no |" in text
+    assert "| tatoeba | 300 | 9.0 (1 seed) | 7.0 (1 seed) | 10.0 | no |" in text
+    assert "| tatoeba | 600 | 14.0 (1 seed) | 11.0 (1 seed) | 10.0 | yes |" in text
+    assert "| flores | 300 | — | — | 10.0 | — |" in text  # no score: a dash, not a zero
+
+
+def test_unknown_claim_is_a_usage_error(tmp_path, capsys):
+    sc = load_bench("seed_claims")
+    with pytest.raises(SystemExit) as exit_:
+        sc.main(["--out", str(tmp_path), "--claims", "infoxlm,xlco"])
+    assert exit_.value.code == 2
+    assert "--claims: unknown xlco" in capsys.readouterr().err
+
+
+def test_a_model_pins_the_tokenizer_of_the_first_trained_model_that_trained_the_same_one(tmp_path, monkeypatch):
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(" ".join(cmd[2:])))
+    args = argparse.Namespace(size="tiny", steps=1200, budget=300.0, init=None, set=[], data=None, out=str(tmp_path))
+    infoxlm, mlm_tlm = sc.CLAIMS[0][1:]
+    sc.train(mlm_tlm, 0, args, earlier=[infoxlm])  # the earlier model is not trained (yet): its own tokenizer
+    first = tmp_path / "infoxlm-s0"
+    first.mkdir()
+    (first / "model.safetensors").write_text("")
+    (first / "xeval_pretrain.json").write_text('{"config": {}, "last": {}}')  # still training: its last save
+    assert not sc.trained(first)
+    sc.train(mlm_tlm, 0, args, earlier=[infoxlm])
+    (first / "xeval_pretrain.json").write_text('{"config": {}, "last": {"step": 1200}}')  # finished
+    assert sc.trained(first)
+    sc.train(mlm_tlm, 0, args, earlier=[infoxlm])
+    sc.train(mlm_tlm, 1, args, earlier=[infoxlm])  # seed 1's infoxlm is not trained: its own again
+    assert "tokenizer.path" not in calls[0] and "tokenizer.path" not in calls[1] and "tokenizer.path" not in calls[3]
+    assert f"--set tokenizer.path={tmp_path / 'infoxlm-s0'}" in calls[2]
+    # every claim's presets sample the same lines at tiny (alpha 0.7); general-cpu-4l's BPE at alpha 0.3 does not
+    assert sc.same_tokenizer(sc.CLAIMS[1][1], sc.CLAIMS[3][1], 0, args)  # xlm-e and veco2
+    assert not sc.same_tokenizer(infoxlm, ("g", "general-cpu-4l", ()), 0, args)
+    assert not sc.same_tokenizer(infoxlm, ("v", "infoxlm", ("tokenizer.vocab_size=8000",)), 0, args)

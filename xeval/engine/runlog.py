@@ -78,11 +78,15 @@ def measure_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, reps: 
     return 2 * n**3 / best
 
 
-def write_card(out: Path, cfg, last: dict | None = None, init: dict | None = None) -> None:
+def write_card(out: Path, cfg, last: dict | None = None, init: dict | None = None,
+               finished: bool | None = None) -> None:
     """``xeval_pretrain.json``: what trained this checkpoint (config, corpora, last logged numbers; with
-    ``model.init`` the init folder and its weights' SHA-256, ``init``)."""
+    ``model.init`` the init folder and its weights' SHA-256, ``init``). ``finished``: written at the run's end, true
+    when it reached its steps or budget, false when ``train.stop_after`` stopped it; absent while it trains (the
+    weights beside it are then its last save: ``xeval.models.files.unfinished_run``)."""
     write_json(out / "xeval_pretrain.json", {"config": cfg.to_dict(), "last": last or {}, "note": card_note(cfg, init),
-                                             **({"init": init} if init else {})})  # fmt: skip
+                                             **({"init": init} if init else {}),
+                                             **({"finished": finished} if finished is not None else {})})  # fmt: skip
 
 
 def card_note(cfg, init: dict | None) -> str:

@@ -248,6 +248,7 @@ def finish(run: Run, step: int, clock: Clock, last_stats: dict, total_tokens: in
         run.log.line(f"stopped after step {step}: {clock.elapsed():.1f} s of the {tc.max_seconds:g} s budget "
                      f"(train.max_seconds)")  # fmt: skip
     if run.rank == 0:
-        write_card(run.out, run.cfg, last_stats, run.init)
+        stopped = tc.stop_after is not None and step >= tc.stop_after and step < tc.steps  # to go on with --resume
+        write_card(run.out, run.cfg, last_stats, run.init, finished=not stopped)
     return {"step": step, "out": str(run.out), "tokens": total_tokens,
             "seconds": round(clock.elapsed() - run.elapsed0, 1), **last_stats}  # fmt: skip

@@ -28,7 +28,7 @@ from xeval.base.errors import UserError
 from xeval.base.hashing import hash_files, hash_json
 from xeval.models import load_report
 from xeval.models.batching import length_batches
-from xeval.models.files import check_model_folder, locate_model
+from xeval.models.files import check_model_folder, locate_model, unfinished_run
 from xeval.models.layer_stack import stack_cut_after
 from xeval.models.sentence_modules import read_pipeline
 from xeval.results.controls import CONTROL_RANDOM_INIT
@@ -159,6 +159,8 @@ class Encoder:
         self.trust_remote_code = bool(trust_remote_code)
         if self.is_local:
             check_model_folder(local)
+            if unfinished := unfinished_run(local):
+                console.log.warning(unfinished)
         source = str(local) if self.is_local else self.spec
         from safetensors import SafetensorError
         from transformers.utils import logging as hf_logging

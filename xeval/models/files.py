@@ -56,6 +56,26 @@ def check_model_folder(folder: Path) -> None:
         check_safetensors(path)
 
 
+def unfinished_run(folder: Path) -> str | None:
+    """A warning when ``folder`` is an engine run that has not finished: its ``xeval_pretrain.json`` says
+    ``finished`` only at the end, while ``model.safetensors`` is rewritten at every save -- so a run still training,
+    or one stopped before its end (``train.stop_after``), loads as the weights of its last save. A member of the
+    checkpoint series (``steps/step-N``, the card has ``step``) is a finished export and gets no warning."""
+    card = folder / "xeval_pretrain.json"
+    if not card.is_file():
+        return None
+    try:
+        obj = json.loads(card.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # the engine's own loaders name a broken card where they read it
+    if not isinstance(obj, dict) or "step" in obj or obj.get("finished") is True:
+        return None
+    if "finished" not in obj and obj.get("last"):
+        return None  # a card written before ``finished`` existed: its last step's statistics mark the end
+    return (f"{folder}: its pre-training has not finished (xeval_pretrain.json: still training, or stopped before "
+            "its end): these are the weights of its last save")
+
+
 def read_config(path: Path) -> dict:
     """config.json as a dict; a DataError naming the line when it is no JSON object or a size is not an integer."""
     obj, text = read_json(path, "a JSON object of model settings")
