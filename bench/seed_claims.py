@@ -75,16 +75,12 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 def trained(out: Path) -> bool:
-    """A finished pre-training run (its card says ``finished``; older cards: the last step's statistics). A run
-    still training has ``model.safetensors`` and a card too: the checkpoint of its last save."""
-    import json
+    """A finished pre-training run. A run still training has ``model.safetensors`` and a card too (its last save):
+    the engine's card says when it finished, read by the same check ``xeval run`` warns with."""
+    from xeval.models.files import unfinished_run
 
-    try:
-        card = json.loads((out / "xeval_pretrain.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (out / "model.safetensors").is_file() and (card.get("finished") is True
-                                                       or ("finished" not in card and bool(card.get("last"))))
+    card = out / "xeval_pretrain.json"
+    return (out / "model.safetensors").is_file() and card.is_file() and unfinished_run(out) is None
 
 
 def same_tokenizer(a, b, seed: int, args) -> bool:
