@@ -227,6 +227,8 @@ def curve_rows(args, table: dict, variant, base, seeds: list[int]) -> list[str]:
         ngram = table.get(("charngram", task), (None,))[0]
         for step in steps + [final]:
             def at(label, step=step, task=task):
+                if step == 0 and label.endswith("-init"):  # a continued run's step 0 is the init model's weights
+                    return [table[(INIT, task)][0]] if (INIT, task) in table else []
                 names = [f"{label}-s{s}" if step == final else f"{label}-s{s}-step{step}" for s in seeds]
                 return [table[(n, task)][0] for n in names if (n, task) in table]
 
@@ -337,6 +339,8 @@ def main(argv=None) -> int:
             model = train(variant, seed, args, earlier=variants[:i])
             evaluate(model, args, controls="" if init_run else "random-init,charngram")
             for step, export in series(model, args.curve) if args.curve else []:
+                if init_run and step == 0:
+                    continue  # the init model's own weights (a 0-step continued run equals it): evaluated as INIT
                 evaluate(export, args, controls="", name=curve_name(model, step), tasks=CURVE_TASKS)
     table = scores(Path(args.out) / "runs")
     command = "python bench/seed_claims.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))

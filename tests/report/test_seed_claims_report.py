@@ -91,6 +91,16 @@ def test_curve_table_reads_the_exported_steps_and_marks_where_the_baseline_clear
     assert "| tatoeba | 300 | 9.0 (1 seed) | 7.0 (1 seed) | 10.0 | no |" in text
     assert "| tatoeba | 600 | 14.0 (1 seed) | 11.0 (1 seed) | 10.0 | yes |" in text
     assert "| flores | 300 | — | — | 10.0 | — |" in text  # no score: a dash, not a zero
+    # a continued run's step 0 is the init model: its score is read from the init model's, for both models
+    for label in ("infoxlm-init-s0", "mlm+tlm-init-s0"):
+        for step in (0, 300, 600):
+            (tmp_path / label / "steps" / f"step-{step:07d}").mkdir(parents=True)
+    table[(sc.INIT, "tatoeba")] = (80.0, 8, "dev", 8)
+    table[("infoxlm-init-s0-step300", "tatoeba")] = (78.0, 8, "dev", 8)
+    args.claims, args.init = "init", "e5/"
+    text = sc.write_report(args, table, "cmd").read_text(encoding="utf-8")
+    assert "| tatoeba | 0 | 80.0 (1 seed) | 80.0 (1 seed) | 10.0 | yes |" in text
+    assert "| tatoeba | 300 | 78.0 (1 seed) | — | 10.0 | — |" in text
 
 
 def test_unknown_claim_is_a_usage_error(tmp_path, capsys):
