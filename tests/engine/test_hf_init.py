@@ -147,6 +147,26 @@ def test_zero_step_from_tiny_xlmr_and_a_sentence_transformers_folder(tmp_path, f
     assert len(json.loads((out / "xeval_pretrain.json").read_text())["init"]["weights"]) > 1
 
 
+def test_a_sentence_objective_pooling_otherwise_than_the_init_model_is_named_in_the_log(tmp_path, fake_root,
+                                                                                         tokenizer_dir):
+    from xeval.engine.hf_init import apply_init, read_init, sentence_pooling
+
+    st = make_bert(tmp_path / "st", tokenizer_dir, layout="sentence-transformers")
+    assert sentence_pooling(st) is None  # no 1_Pooling/config.json: nothing to compare with
+    (st / "1_Pooling").mkdir()
+    (st / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 48, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}))
+    assert sentence_pooling(st) == "mean" and sentence_pooling(make_xlmr(tmp_path / "x", tokenizer_dir)) is None
+    init = read_init(str(st))
+    objectives = {"mlm": {}, "xlco": {"layer": 2, "pooling": "cls"}, "seqcl": {"pooling": "mean"}}
+    _, lines = apply_init(micro_config(fake_root, objectives), init)
+    notes = [line for line in lines if line.startswith("note:")]
+    assert len(notes) == 1 and "objectives.xlco.pooling is 'cls'" in notes[0]
+    assert "--set objectives.xlco.pooling=mean" in notes[0]
+    _, lines = apply_init(micro_config(fake_root, {"mlm": {}, "xlco": {"layer": 2, "pooling": "mean"}}), init)
+    assert not [line for line in lines if line.startswith("note:")]
+
+
 def test_xlco_momentum_encoder_starts_as_the_init_model(tmp_path, fake_root, tokenizer_dir):
     from xeval.engine.hf_init import apply_init, load_init_weights, read_init
     from xeval.engine.model import XevalConfig
@@ -262,3 +282,10 @@ def test_zero_step_from_multilingual_e5_small_is_e5(tmp_path, fake_root, e5_dir)
     config = json.loads((out / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (12, 384, 250037)
     assert "no MLM head" in (out / "train.log").read_text()
+
+
+def test_e5_pools_by_mean(e5_dir):
+    """The real folder's Pooling module, which the note on an objective's pooling reads (InfoXLM's XLCO pools cls)."""
+    from xeval.engine.hf_init import sentence_pooling
+
+    assert sentence_pooling(e5_dir) == "mean"

@@ -299,7 +299,40 @@ def apply_init(cfg, init: InitModel):
             lines.append(f"model.{key} {model[key]!r} -> {value!r} (the init model's)")
         model[key] = value
     model["init"] = str(init.path)
-    return cfg.updated({"model": model}), lines
+    return cfg.updated({"model": model}), lines + pooling_notes(init.path, cfg.objectives)
+
+
+# sentence-transformers' Pooling config keys -> the engine's pooling names
+_ST_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean", "pooling_mode_max_tokens": "max"}
+
+
+def sentence_pooling(root: Path) -> str | None:
+    """How a sentence-transformers folder pools its sentence vectors (its Pooling module: "cls", "mean", "max"),
+    None for another folder or an unreadable module (nothing to compare with then)."""
+    try:
+        entries = json.loads((root / "modules.json").read_text(encoding="utf-8"))
+        folder = next(root / e["path"] for e in entries if str(e.get("type", "")).endswith("models.Pooling"))
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        modes = [mode for key, mode in _ST_POOLING.items() if config.get(key)]
+    except (OSError, UnicodeDecodeError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
+        return None
+    return modes[0] if len(modes) == 1 else None
+
+
+def pooling_notes(root: Path, objectives: dict) -> list[str]:
+    """A log line for each sentence-level objective that pools otherwise than the init model was trained to. Why it
+    matters: a model trained with mean pooling has no reason to put a sentence into its first token -- in
+    multilingual-e5-small the [CLS] state of layer 8 (InfoXLM's XLCO layer) is the same vector for every sentence
+    (cosine 1.000 between unrelated ones, measured), so XLCO's logits are all equal and its loss stays at
+    log(queue + 1), learning nothing."""
+    mode = sentence_pooling(root)
+    if mode is None:
+        return []
+    return [f"note: objectives.{name}.pooling is {spec['pooling']!r}, but the init model was trained to pool "
+            f"{mode!r} ({root / 'modules.json'}): its {spec['pooling']!r} vector need not represent the sentence "
+            f"(--set objectives.{name}.pooling={mode} pools as it was trained)"
+            for name, spec in objectives.items()
+            if isinstance(spec, dict) and spec.get("pooling") not in (None, mode)]
 
 
 def check_lengths(cfg, needs: set[str]) -> None:
