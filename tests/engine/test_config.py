@@ -114,3 +114,11 @@ def test_contrast_layer_deeper_than_the_model_fails_before_any_data_is_read(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "objectives.xlco.layer: layer 12 does not exist in a model of 2 layers" in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_pooling_no_objective_computes_is_refused_not_trained_as_mean():
+    # the objectives pool "cls" or "mean" (objectives.base.pool); anything else used to fall through to mean
+    for preset, name in (("infoxlm", "xlco"), ("veco2", "seqcl")):
+        with pytest.raises(ConfigError, match=rf"objectives.{name}.pooling must be cls or mean, found 'max'"):
+            load_config(preset, "tiny", [f"objectives.{name}.pooling=max"])
+        assert load_config(preset, "tiny", [f"objectives.{name}.pooling=cls"]).objectives[name]["pooling"] == "cls"

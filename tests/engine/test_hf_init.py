@@ -289,3 +289,18 @@ def test_e5_pools_by_mean(e5_dir):
     from xeval.engine.hf_init import sentence_pooling
 
     assert sentence_pooling(e5_dir) == "mean"
+
+
+def test_an_init_model_pooling_as_the_engine_cannot_is_named_without_a_setting_that_would_be_refused(
+        tmp_path, fake_root, tokenizer_dir):
+    from xeval.engine.hf_init import apply_init, read_init, sentence_pooling
+
+    st = make_bert(tmp_path / "st", tokenizer_dir, layout="sentence-transformers")
+    (st / "1_Pooling").mkdir(exist_ok=True)
+    (st / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "max"}))
+    assert sentence_pooling(st) == "max"
+    _, lines = apply_init(micro_config(fake_root, {"mlm": {}, "xlco": {"layer": 2, "pooling": "cls"}}),
+                          read_init(str(st)))
+    notes = [line for line in lines if line.startswith("note:")]
+    assert len(notes) == 1 and "trained to pool 'max'" in notes[0]
+    assert "--set" not in notes[0] and "pool cls or mean only" in notes[0]

@@ -161,6 +161,9 @@ OBJECTIVE_OPTIONS = {  # objectives.<name>.<option>: (kind, range); the objectiv
     "position_reset": ("bool", None), "concat": ("bool", None), "synonyms": ("bool", None), "mixup": ("bool", None),
     "projection": ("bool", None),
 }
+OBJECTIVE_CHOICES = {  # objectives.<name>.<option>: the names the objectives understand (engine/objectives/base.pool)
+    "pooling": ("cls", "mean"),
+}
 MODEL_OPTIONS = {  # model.<key> of engine/model.py's XevalConfig
     "vocab_size": ("int", ">= 1"), "hidden_size": ("int", ">= 1"), "num_hidden_layers": ("int", ">= 1"),
     "num_attention_heads": ("int", ">= 1"), "intermediate_size": ("int", ">= 1"),
@@ -271,6 +274,9 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
         for key, value in opts.items():
             if key in OBJECTIVE_OPTIONS:
                 opts[key] = _check_range(value, *OBJECTIVE_OPTIONS[key], f"objectives.{name}.{key}", source)
+            elif key in OBJECTIVE_CHOICES:
+                need(value in OBJECTIVE_CHOICES[key], f"objectives.{name}.{key}", value,
+                     " or ".join(OBJECTIVE_CHOICES[key]))
         if float(opts.get("mask_frac", 0)) + float(opts.get("random_frac", 0)) > 1:
             raise ConfigError(f"{source}: objectives.{name}.mask_frac + random_frac must be <= 1 (the rest of the "
                               f"masked positions keep their token), found {opts.get('mask_frac')} + "

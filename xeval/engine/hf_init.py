@@ -43,6 +43,8 @@ from safetensors import safe_open
 
 from xeval.base.errors import ConfigError, UserError
 from xeval.base.safe_files import check_safetensors
+from xeval.base.st_pooling import pooling_config, pooling_modes
+from xeval.engine.config import OBJECTIVE_CHOICES
 
 KINDS = {"bert": "bert", "roberta": "roberta", "xlm-roberta": "roberta"}  # model_type -> position numbering
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_new": "gelu_new",
@@ -302,20 +304,11 @@ def apply_init(cfg, init: InitModel):
     return cfg.updated({"model": model}), lines + pooling_notes(init.path, cfg.objectives)
 
 
-# sentence-transformers' Pooling config keys -> the engine's pooling names
-_ST_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean", "pooling_mode_max_tokens": "max"}
-
-
 def sentence_pooling(root: Path) -> str | None:
     """How a sentence-transformers folder pools its sentence vectors (its Pooling module: "cls", "mean", "max"),
-    None for another folder or an unreadable module (nothing to compare with then)."""
-    try:
-        entries = json.loads((root / "modules.json").read_text(encoding="utf-8"))
-        folder = next(root / e["path"] for e in entries if str(e.get("type", "")).endswith("models.Pooling"))
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        modes = [mode for key, mode in _ST_POOLING.items() if config.get(key)]
-    except (OSError, UnicodeDecodeError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
-        return None
+    None for another folder, an unreadable module or several modes concatenated (nothing to compare with then)."""
+    config = pooling_config(root)
+    modes = pooling_modes(config) if config is not None else []
     return modes[0] if len(modes) == 1 else None
 
 
@@ -328,9 +321,11 @@ def pooling_notes(root: Path, objectives: dict) -> list[str]:
     mode = sentence_pooling(root)
     if mode is None:
         return []
+    engine_modes = OBJECTIVE_CHOICES["pooling"]
     return [f"note: objectives.{name}.pooling is {spec['pooling']!r}, but the init model was trained to pool "
             f"{mode!r} ({root / 'modules.json'}): its {spec['pooling']!r} vector need not represent the sentence "
-            f"(--set objectives.{name}.pooling={mode} pools as it was trained)"
+            + (f"(--set objectives.{name}.pooling={mode} pools as it was trained)" if mode in engine_modes else
+               f"(the engine's objectives pool {' or '.join(engine_modes)} only)")
             for name, spec in objectives.items()
             if isinstance(spec, dict) and spec.get("pooling") not in (None, mode)]
 

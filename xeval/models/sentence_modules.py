@@ -30,10 +30,9 @@ from pathlib import Path
 
 import torch
 
+from xeval.base.st_pooling import pooling_modes
+
 POOLING_MODES = ("cls", "mean", "max", "mean_sqrt_len_tokens")
-_LEGACY_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
-                 "pooling_mode_max_tokens": "max", "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-                 "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken"}
 _ACTIVATIONS = {"Tanh": torch.tanh, "Identity": lambda x: x, "ReLU": torch.relu,
                 "GELU": torch.nn.functional.gelu, "Sigmoid": torch.sigmoid}
 
@@ -108,10 +107,7 @@ def _read(path: Path) -> dict:
 
 
 def _pooling(config: dict, out: SentencePipeline) -> None:
-    modes = config.get("pooling_mode")
-    if modes is None:
-        modes = [mode for key, mode in _LEGACY_MODES.items() if config.get(key)]
-    modes = [modes] if isinstance(modes, str) else list(modes or ["mean"])
+    modes = pooling_modes(config) or ["mean"]
     usable = [m for m in modes if m in POOLING_MODES]
     if len(modes) > 1:
         out.ignored.append(f"Pooling modes {modes[1:]} concatenated after {modes[0]!r}")
