@@ -1,5 +1,6 @@
-"""``xeval pretrain`` under glibc's default allocator and under xeval's fine-tuning setting (freed memory kept in the
-process, ``xeval.base.allocator``): seconds a step and peak resident memory, the real command end to end.
+"""``xeval pretrain`` under glibc's default allocator, under the fine-tuning setting (every freed block kept in the
+process) and under its own (freed blocks kept up to 32 MiB, ``xeval.base.allocator``): seconds a step and peak
+resident memory, the real command end to end.
 
 Each setting acts once per process, so each measurement is one ``xeval pretrain`` process: the same config, data,
 seed and steps under each setting, interleaved (the order rotated every repeat). A step's time is the median of the
@@ -29,7 +30,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-SETTINGS = ("glibc", "retain")
+SETTINGS = ("glibc", "keep-all", "xeval", "keep-32m")
+# glibc's variables act as its mallopt calls do; any of them makes xeval leave the allocator alone
+ENVIRONMENTS = {"glibc": {"MALLOC_MMAP_MAX_": "65536"},  # glibc's own default
+                "keep-all": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 30)},  # fine-tuning's
+                "xeval": {},  # what xeval pretrain sets itself (xeval.cli.pretrain.MMAP_ABOVE)
+                # keep up to 32 MiB through glibc's variables: the same setting as "xeval" since it became the verb's
+                "keep-32m": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}}
 
 
 def resident_gb(pid: int) -> float | None:
@@ -48,8 +55,7 @@ def measure(args, setting: str, out: Path) -> dict:
 
     env = {k: v for k, v in os.environ.items() if k not in USER_VARIABLES and k != "MALLOC_ARENA_MAX"}
     env["OMP_NUM_THREADS"] = str(args.threads)
-    if setting == "glibc":
-        env["MALLOC_MMAP_MAX_"] = "65536"  # glibc's own default: any such variable makes xeval leave glibc alone
+    env.update(ENVIRONMENTS[setting])
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", args.config, "--size", args.size, "--out", str(out),
            "--set", f"train.steps={args.steps}", "--set", f"train.log_every={args.log_every}",
            "--set", f"train.threads={args.threads}", "--set", "train.save_every=1000000",
@@ -97,7 +103,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per setting")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--set", action="append", default=[], help="extra xeval pretrain --set")
-    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, of {', '.join(SETTINGS)}")
+    parser.add_argument("--settings", default="glibc,keep-all,xeval", help=f"comma-separated, of {', '.join(SETTINGS)}")
     args = parser.parse_args()
     settings = [s for s in args.settings.split(",") if s]
     if unknown := set(settings) - set(SETTINGS):

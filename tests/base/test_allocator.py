@@ -75,3 +75,47 @@ def test_describe_says_what_the_setting_did(env, expected):
     done = subprocess.run([sys.executable, "-c", DESCRIBE], env={**clean, **env}, capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == f"not set by xeval|{expected}"
+
+
+# Pre-training's pattern: a large buffer whose size grows a little every step, freed, while something small and
+# long-lived is allocated after it (the step's statistics, a queue, optimiser state made on first use). A heap that
+# keeps every block cannot reuse the hole (the next buffer is larger) nor trim it (the small block sits above it):
+# it grows by a buffer a round. With blocks above 32 MiB mapped on their own, each buffer goes back on ``free``.
+FRAGMENT = """
+import json, sys
+from xeval.base import allocator
+took = allocator.retain_freed_memory(None if sys.argv[1] == "all" else allocator.PRETRAIN_MMAP_ABOVE)
+import torch
+kept, resident_mb = [], []
+for i in range(12):
+    buffer = torch.empty((40 << 20) // 4 + i * (1 << 18)).fill_(1.0)  # 40 MiB, 41 MiB, ... 51 MiB
+    kept.append(torch.empty(1 << 16).fill_(1.0))  # 256 KiB, allocated after the buffer and kept
+    del buffer
+    resident_mb.append(int(open("/proc/self/statm").read().split()[1]) * 4096 >> 20)
+print(json.dumps({"took": took, "state": allocator.describe(), "resident_mb": resident_mb}))
+"""
+
+
+def test_pretraining_keeps_blocks_up_to_32_mib_so_growing_buffers_do_not_pile_up():
+    clean = {k: v for k, v in os.environ.items() if k not in allocator.USER_VARIABLES}
+
+    def run(mode):
+        done = subprocess.run([sys.executable, "-c", FRAGMENT, mode], env=clean, capture_output=True, text=True,
+                              check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    everything, bounded = run("all"), run("bounded")
+    assert everything["took"] is True and bounded["took"] is True
+    assert bounded["state"] == ("freed memory kept up to 32 MiB a block (glibc mallopt: M_MMAP_THRESHOLD 32 MiB, "
+                                "M_TRIM_THRESHOLD 1 GiB)")
+    grown = everything["resident_mb"][-1] - everything["resident_mb"][0]
+    assert grown > 8 * 40  # kept: a hole of ~40-51 MiB left behind every round
+    assert bounded["resident_mb"][-1] - bounded["resident_mb"][0] < 16  # mapped and returned: 12 x 256 KiB kept
+
+
+def test_the_first_setting_of_a_process_holds():
+    done = subprocess.run([sys.executable, "-c", "from xeval.base import allocator as a; a.retain_freed_memory(); "
+                           "print(a.retain_freed_memory(a.PRETRAIN_MMAP_ABOVE), a.describe())"],
+                          env={k: v for k, v in os.environ.items() if k not in allocator.USER_VARIABLES},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"True {allocator.RETAINED}"

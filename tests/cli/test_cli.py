@@ -77,3 +77,12 @@ def test_a_required_option_missing_in_both_spellings_is_a_usage_error(tmp_path, 
         main(["align", "score", "--gold", str(tmp_path / "g.txt")])
     assert info.value.code == 2
     assert "--predictions" in capsys.readouterr().err
+
+
+def test_pretraining_keeps_only_blocks_up_to_32_mib_every_other_verb_all_of_them():
+    from xeval.base.allocator import PRETRAIN_MMAP_ABOVE
+    from xeval.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["pretrain", "--config", "xlm", "--out", "x"])._mmap_above == PRETRAIN_MMAP_ABOVE == 32 << 20
+    assert parser.parse_args(["run", "--model", "m", "--suite", "xtreme"])._mmap_above is None

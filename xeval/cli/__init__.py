@@ -4,6 +4,7 @@
     HELP: str                      one line for ``python -m xeval --help``
     add_arguments(parser) -> None
     run(args) -> int               calls one library function; returns the exit status
+    MMAP_ABOVE: int (optional)     blocks above this many bytes are not kept by the allocator (xeval.base.allocator)
 
 Verbs are discovered, so adding one never touches this file.
 """
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         verb = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         _console_options(verb, default=0)
         module.add_arguments(verb)
-        verb.set_defaults(_run=module.run)
+        verb.set_defaults(_run=module.run, _mmap_above=getattr(module, "MMAP_ABOVE", None))
         for nested in _subparsers(verb):  # align score, data check, tokenizer train: -q/-v after them too
             _console_options(nested, default=argparse.SUPPRESS)
     use_formatter(parser)
@@ -64,7 +65,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:
-    allocator.retain_freed_memory()  # before any verb allocates (xeval.base.allocator: why)
     status = _main(argv)
     if _torchrun_rank():
         _leave(status)
@@ -100,6 +100,7 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    allocator.retain_freed_memory(args._mmap_above)  # before the verb allocates (xeval.base.allocator: why)
     console.configure(verbose=args.verbose - args.quiet)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for results.json
     try:

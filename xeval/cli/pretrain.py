@@ -6,8 +6,11 @@ Under ``torchrun --nproc_per_node N -m xeval pretrain ...`` the same command run
 
 from __future__ import annotations
 
+from xeval.base.allocator import PRETRAIN_MMAP_ABOVE
+
 NAME = "pretrain"
 HELP = "pre-train an encoder (MLM, TLM, XLM-E, InfoXLM, VECO 2.0, quickstart presets) into a checkpoint directory"
+MMAP_ABOVE = PRETRAIN_MMAP_ABOVE  # its buffers change size every step: a heap keeping them all fragments
 
 
 def add_arguments(parser) -> None:

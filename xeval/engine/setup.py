@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from xeval.base import allocator
 from xeval.base.atomic import write_json
 from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.errors import ConfigError, UserError
@@ -123,6 +124,7 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
              f"({len(corpora.mono)} monolingual languages, {len(corpora.pairs)} pair keys, {time.time() - t0:.0f}s)")  # fmt: skip
     for line in corpora.log_lines():
         log.line(line)
+    log.line(f"allocator: {allocator.describe()}")  # changes no number, only memory and speed (xeval.base.allocator)
     tok = prepare_tokenizer(cfg, out, root, corpora, log, rank, world, init)
     tokens = TokenInfo.from_tokenizer(tok)
     if "mono" in needs:
