@@ -122,3 +122,9 @@ def test_a_pooling_no_objective_computes_is_refused_not_trained_as_mean():
         with pytest.raises(ConfigError, match=rf"objectives.{name}.pooling must be cls or mean, found 'max'"):
             load_config(preset, "tiny", [f"objectives.{name}.pooling=max"])
         assert load_config(preset, "tiny", [f"objectives.{name}.pooling=cls"]).objectives[name]["pooling"] == "cls"
+
+
+def test_a_head_warmup_is_refused_where_it_cannot_hold():
+    with pytest.raises(ConfigError, match=r"train.head_warmup must be an integer >= 0 and below train.steps \(300\)"):
+        load_config("infoxlm", "tiny", ["train.steps=300", "train.head_warmup=300"])
+    assert load_config("infoxlm", "tiny", ["train.steps=300", "train.head_warmup=100"]).train.head_warmup == 100

@@ -304,3 +304,44 @@ def test_an_init_model_pooling_as_the_engine_cannot_is_named_without_a_setting_t
     notes = [line for line in lines if line.startswith("note:")]
     assert len(notes) == 1 and "trained to pool 'max'" in notes[0]
     assert "--set" not in notes[0] and "pool cls or mean only" in notes[0]
+
+
+def test_a_head_warmup_trains_only_the_heads_then_the_encoder_and_resumes_exactly(tmp_path, fake_root, tokenizer_dir):
+    from safetensors.torch import load_file
+
+    from xeval.engine.train import pretrain
+
+    init = make_bert(tmp_path / "st", tokenizer_dir, layout="sentence-transformers")  # no MLM head: it starts random
+
+    def config(**train):
+        cfg = micro_config(fake_root, {"mlm": {}, "tlm": {}}, steps=4, seed=5, head_warmup=2, export_every=1, **train)
+        return cfg.updated({"model": {"init": str(init)}})
+
+    full = tmp_path / "full"
+    pretrain(config(save_every=2), full, echo=lambda *a: None)
+    assert_same_hidden(init, full / "steps" / "step-0000002")  # two steps: the encoder is still the init model
+    with pytest.raises(AssertionError):
+        assert_same_hidden(init, full / "steps" / "step-0000003")  # then it trains
+    # the optimiser never saw the frozen weights (no update, no weight decay), while the MLM head learned
+    state = load_file(str(full / "state" / "step-0000002" / "optimizer.safetensors"))
+    assert state and not any(k.startswith("encoder.") for k in state)
+    assert any(k.startswith("heads.") for k in state)
+    log = (full / "train.log").read_text()
+    assert "head warm-up: steps 1-2 train the objectives' heads only" in log
+    assert "head warm-up done: the encoder trains from step 3" in log
+    part = tmp_path / "part"  # stopped inside the warm-up, resumed: the same run
+    pretrain(config(stop_after=1), part, echo=lambda *a: None)
+    pretrain(config(), part, resume=True, echo=lambda *a: None)
+    rows = [[json.loads(line)["loss"] for line in (run / "log.jsonl").read_text().splitlines()] for run in (full, part)]
+    assert rows[0] == rows[1] and len(rows[0]) == 4
+
+
+
+def test_a_head_warmup_under_several_processes_is_refused_before_anything_is_written(tmp_path, fake_root):
+    from xeval.base.errors import ConfigError
+    from xeval.engine.setup import setup
+
+    cfg = micro_config(fake_root, {"mlm": {}}, steps=4, head_warmup=2)
+    with pytest.raises(ConfigError, match="train.head_warmup is single-process only; found 2 under 2 processes"):
+        setup(cfg, tmp_path / "out", False, 0, 2, torch.device("cpu"))
+    assert not (tmp_path / "out").exists()

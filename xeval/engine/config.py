@@ -100,6 +100,10 @@ class TrainConfig:
     export_every: int | None = None  # also export a loadable encoder every this many steps (and the initial weights,
     # step 0: the random-init control) into <out>/steps/step-NNNNNNN/, for curves over training
     stop_after: int | None = None  # stop (with a checkpoint) after this step: simulates an interruption
+    # the first this many steps train the objectives' heads only, the encoder frozen: continuing a folder that has no
+    # MLM head (a sentence-transformers model), the encoder's first updates would come through a random head. Part of
+    # train.steps and of the learning-rate schedule; single-process only (DDP reduces a fixed set of gradients).
+    head_warmup: int = 0
 
 
 @dataclass
@@ -230,6 +234,8 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
         need(_integer(getattr(tc, key)) and getattr(tc, key) >= 0, f"train.{key}", getattr(tc, key), "an integer >= 0")
     for key in ("log_every", "save_every", "keep", "accumulate"):
         need(_integer(getattr(tc, key)) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key), "an integer >= 1")
+    need(_integer(tc.head_warmup) and 0 <= tc.head_warmup and (tc.head_warmup == 0 or tc.head_warmup < tc.steps),
+         "train.head_warmup", tc.head_warmup, f"an integer >= 0 and below train.steps ({tc.steps})")
     for key, low in (("export_every", 1), ("stop_after", 0), ("threads", 1)):
         value = getattr(tc, key)
         need(value is None or (_integer(value) and value >= low), f"train.{key}", value, f"an integer >= {low} or null")

@@ -99,6 +99,8 @@ def setup(cfg: PretrainConfig, out: Path, resume: bool, rank: int, world: int, d
         check_resumed_init(out, provenance)
     tc, dc = cfg.train, cfg.data
     check_layers(cfg)  # before anything is written
+    if world > 1 and tc.head_warmup:  # DDP's reducer is built over the weights that train at its construction
+        raise ConfigError(f"train.head_warmup is single-process only; found {tc.head_warmup} under {world} processes")
     root = data_root(dc)
     corpus = corpus_identity(root, dc)
     unchecked = state_path is not None and check_corpus(state_path, corpus, out)

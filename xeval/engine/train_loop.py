@@ -71,6 +71,7 @@ def train_loop(run: Run) -> dict:
     step = run.start
     done = step >= tc.steps or budget_spent(run, clock)
     while not done:
+        freeze_encoder(run, step < tc.head_warmup, step)
         lr = lr_at(step, tc, clock.elapsed())
         for group in run.optimizer.param_groups:
             group["lr"] = lr
@@ -101,6 +102,22 @@ def train_loop(run: Run) -> dict:
         bar.close()
     run.log.bar = None
     return finish(run, step, clock, last_stats, total_tokens)
+
+
+def freeze_encoder(run: Run, frozen: bool, step: int) -> None:
+    """``train.head_warmup``: while ``frozen`` the encoder's weights get no gradient -- the optimiser skips them (no
+    update, no weight decay) and backward stops at the heads; a tied MLM decoder is the word embedding, so it stays
+    too, and the head's transform and bias learn. Logged where it changes."""
+    params = list(run.model.encoder.parameters())
+    if params[0].requires_grad != frozen:
+        return
+    for p in params:
+        p.requires_grad_(not frozen)
+    if frozen:
+        run.log.line(f"head warm-up: steps {step + 1}-{run.cfg.train.head_warmup} train the objectives' heads only "
+                     "(train.head_warmup; the encoder frozen)")
+    elif step:
+        run.log.line(f"head warm-up done: the encoder trains from step {step + 1}")
 
 
 # --------------------------------------------------------------------------------------------------- one step
