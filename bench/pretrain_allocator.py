@@ -30,13 +30,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-SETTINGS = ("glibc", "keep-all", "xeval", "keep-32m")
+SETTINGS = ("glibc", "keep-all", "xeval")
 # glibc's variables act as its mallopt calls do; any of them makes xeval leave the allocator alone
 ENVIRONMENTS = {"glibc": {"MALLOC_MMAP_MAX_": "65536"},  # glibc's own default
                 "keep-all": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 30)},  # fine-tuning's
-                "xeval": {},  # what xeval pretrain sets itself (xeval.cli.pretrain.MMAP_ABOVE)
-                # keep up to 32 MiB through glibc's variables: the same setting as "xeval" since it became the verb's
-                "keep-32m": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}}
+                "xeval": {}}  # what xeval pretrain sets itself: blocks up to 32 MiB kept (xeval.cli.pretrain.MMAP_ABOVE)
 
 
 def resident_gb(pid: int) -> float | None:

@@ -71,7 +71,8 @@ def train_loop(run: Run) -> dict:
     step = run.start
     done = step >= tc.steps or budget_spent(run, clock)
     while not done:
-        freeze_encoder(run, step < tc.head_warmup, step)
+        if tc.head_warmup:  # no per-step walk over the parameters for a run without one
+            freeze_encoder(run, step < tc.head_warmup, step)
         lr = lr_at(step, tc, clock.elapsed())
         for group in run.optimizer.param_groups:
             group["lr"] = lr
