@@ -71,6 +71,18 @@ def test_zero_shot_fine_tune_is_one_item_per_seed_with_every_language():
     assert len({i.key() for i in items}) == len(items)
 
 
+def test_item_labels_name_a_seed_only_where_a_seeded_model_trains():
+    from xeval.run.runner import _item_label
+
+    items = items_of(seeds=(1,))
+    udpos = next(i for i in items if i.card.name == "udpos")
+    tatoeba = next(i for i in items if i.card.name == "tatoeba")
+    assert _item_label(udpos, "finetune") == "(3 languages, seed 1)"
+    # probe mode: a frozen encoder and heads, units of seed 0 -- the heartbeat said "seed 1" there
+    assert _item_label(udpos, "probe") == "(3 languages)"
+    assert _item_label(tatoeba, "finetune") == f"({tatoeba.langs[0]})"
+
+
 def test_translate_train_is_one_item_per_seed_and_language():
     items = items_of(tasks=("udpos",), setting="translate-train", seeds=(1,))
     assert [(i.seeds, i.langs) for i in items] == [((1,), ("en",)), ((1,), ("fr",)), ((1,), ("de",))]

@@ -196,7 +196,7 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
             shards.write_manifest(opts.out, **manifest, done=False)
     if worker.count > 1:
         echo(f"[{worker.describe()}] {len(mine)} of {len(items)} work items: "
-             + ", ".join(f"{i.card.name} {_item_label(i)}" for i in mine))
+             + ", ".join(f"{i.card.name} {_item_label(i, ctx.mode)}" for i in mine))
     written = store.written
     records = _run_items(mine, adapters, contexts, kinds, echo, on_task if worker.world == 1 else None,
                          joint=opts.ddp_finetune)
@@ -266,9 +266,11 @@ def _export_chosen_layers(records: list, ctx) -> None:
             export_chosen_layer(mine, Path(ctx.export_dir), SUBMISSION_FOLDER.get(task, task))
 
 
-def _item_label(item) -> str:
+def _item_label(item, mode: str) -> str:
+    """"(30 languages, seed 1)"; no seed in probe mode, whose units carry seed 0 whatever --seeds says."""
     langs = item.langs[0] if len(item.langs) == 1 else f"{len(item.langs)} languages"
-    return f"({langs}{'' if not item.fine_tuning else f', seed {item.seeds[0]}'})"
+    seeded = item.fine_tuning and mode == "finetune"
+    return f"({langs}{f', seed {item.seeds[0]}' if seeded else ''})"
 
 
 def _run_items(items, adapters, contexts, kinds: dict, echo, on_task=None, joint: bool = False) -> list:
@@ -297,7 +299,7 @@ def _run_counted(items, adapters, contexts, kinds: dict, echo, on_task, joint: b
                     echo(f"  {item.card.name}: control ({kinds[item.model]})")
             # ranks training together: only rank 0 locks (a rank waiting on the lock would stall the all-reduce)
             locking = not ctx.ddp_finetune or collectives.rank_world()[0] == 0
-            label = f"{item.card.name}{'' if item.model == model_key else ' control'} {_item_label(item)}"
+            label = f"{item.card.name}{'' if item.model == model_key else ' control'} {_item_label(item, ctx.mode)}"
             with console.activity(label), distributed.item_lock(ctx.store.root, item, enabled=locking):
                 task_records.extend(adapters[item.card.name].run(item.card, list(item.langs), ctx))
             progress.update()
