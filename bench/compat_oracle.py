@@ -11,7 +11,8 @@ zh and de it gave the same figures as XLM-R's within a point: the loss is the wh
 
     python bench/compat_oracle.py [--data ../shared/data] [--lines 40000] [--vocab 32000] [--tokenizer DIR] [--all]
 
-``--all`` scores every XQuAD language and MLQA's dev sets, not only zh and de.
+``--all`` scores every XQuAD language, MLQA's dev sets and TyDiQA-GoldP's dev sets (XTREME's TyDiQA test), not only
+zh and de.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ TASKS = (("xquad", "zh", "xquad/xquad.zh.json"), ("mlqa", "zh", "mlqa_v1/dev/dev
          ("xquad", "de", "xquad/xquad.de.json"), ("mlqa", "de", "mlqa_v1/dev/dev-context-de-question-de.json"))
 XQUAD_LANGS = ("ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh")
 MLQA_LANGS = ("ar", "de", "en", "es", "hi", "vi", "zh")
+TYDIQA_LANGS = ("en", "ar", "bn", "fi", "id", "ko", "ru", "sw", "te")
 EVERY_SET = tuple(("xquad", lang, f"xquad/xquad.{lang}.json") for lang in XQUAD_LANGS) + tuple(
-    ("mlqa", lang, f"mlqa_v1/dev/dev-context-{lang}-question-{lang}.json") for lang in MLQA_LANGS)
+    ("mlqa", lang, f"mlqa_v1/dev/dev-context-{lang}-question-{lang}.json") for lang in MLQA_LANGS) + tuple(
+    ("tydiqa", lang, f"tydiqa_goldp_v1.1/tydiqa-goldp-v1.1-dev/tydiqa.goldp.{lang}.dev.json") for lang in TYDIQA_LANGS)
 
 
 def train_tokenizer(data: Path, lines: int, vocab: int, out: Path):
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
     parser.add_argument("--lines", type=int, default=40000, help="lines per language pair for the tokenizer")
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--tokenizer", type=Path, help="an existing (XLM-R) tokenizer folder instead of training one")
-    parser.add_argument("--all", action="store_true", help="every XQuAD language and MLQA dev set (default: zh, de)")
+    parser.add_argument("--all", action="store_true", help="every XQuAD language, MLQA and TyDiQA-GoldP dev set (default: zh, de)")
     args = parser.parse_args(argv)
     from transformers import AutoTokenizer
 
