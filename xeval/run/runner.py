@@ -267,7 +267,7 @@ def _export_chosen_layers(records: list, ctx) -> None:
 
 
 def _item_label(item, mode: str) -> str:
-    """"(30 languages, seed 1)"; no seed in probe mode, whose units carry seed 0 whatever --seeds says."""
+    """A work item's label, e.g. "(30 languages, seed 1)": no seed in probe mode, whose units carry seed 0."""
     langs = item.langs[0] if len(item.langs) == 1 else f"{len(item.langs)} languages"
     seeded = item.fine_tuning and mode == "finetune"
     return f"({langs}{f', seed {item.seeds[0]}' if seeded else ''})"
