@@ -10,6 +10,8 @@ class MemoryStore:
     """A store that keeps records in memory and writes nothing (``xeval.evaluate(..., store=None)``): the same
     interface as ``xeval.results.store.Store``. Fine-tuning's prediction files go to a temporary folder removed at exit."""
 
+    persistent = False  # nothing outlives the process: no fine-tuning state is kept to resume from
+
     def __init__(self):
         import atexit
         import shutil

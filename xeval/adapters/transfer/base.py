@@ -18,10 +18,12 @@ from pathlib import Path
 from torch import nn
 
 from xeval.adapters.limits import limit_config, limited
+from xeval.adapters.transfer import training_state as saved_state
 from xeval.adapters.transfer.backbone import backbone_copy
 from xeval.adapters.transfer.dropout_masks import use_masks
 from xeval.adapters.transfer.fine_tuning import TrainReport, fine_tune, set_seed
 from xeval.adapters.transfer.recipe import Recipe
+from xeval.adapters.transfer.training_state import TrainingState
 from xeval.base.atomic import write_text
 from xeval.base.console import log
 from xeval.base.errors import ConfigError
@@ -29,7 +31,7 @@ from xeval.cards import label_free as unscored
 from xeval.cards.compat import mode_of as compat_mode
 from xeval.data import sources
 from xeval.results.identity import config_hash
-from xeval.results.store import Record, Unit, stamp
+from xeval.results.store import Record, Unit, slug, stamp
 
 TRANSLATE_SPLIT = "translate-train"  # the split a card names for translated training data (per target language)
 
@@ -193,14 +195,15 @@ def unit_hash(card, lang: str, setting: str, recipe: Recipe, family: Family, tra
 
 
 def train_model(family: Family, features: list[dict], dev: list, seed: int, recipe: Recipe, ctx, desc: str,
-                joint: bool = False):
+                joint: bool = False, state: TrainingState | None = None):
     """A fresh copy of the backbone with the family's head, fine-tuned on ``features`` (selected on ``dev`` when
-    given): (model, ``TrainReport``)."""
+    given): (model, ``TrainReport``). ``state``: where a long fine-tune keeps its state (``training_state``)."""
     model, masks = fresh_model(family, recipe, seed)
     metric = family.card.metric
     evaluate = (lambda m: family.score(family.predict(m, dev), dev, family.card.train["lang"])[metric]) if dev else None
     report = fine_tune(model, features, recipe, seed, pad_id(family.tokenizer), evaluate,
-                       device=family.encoder.device, desc=desc, data_parallel=joint, auto_batch=ctx.tasks.auto_batch)
+                       device=family.encoder.device, desc=desc, data_parallel=joint, auto_batch=ctx.tasks.auto_batch,
+                       state=state)
     report.dropout_masks = masks
     return model, report
 
@@ -211,6 +214,16 @@ def fresh_model(family: Family, recipe: Recipe, seed: int):
     set_seed(seed)  # the head's initialisation depends on the seed too
     model = family.build_model(backbone_copy(family.encoder))
     return model, use_masks(model, recipe.dropout_rng)
+
+
+def training_state(card, ctx, key: str, seed: int) -> TrainingState | None:
+    """Where a fine-tune of ``card`` keeps its training state: beside the task's records
+    (``<out>/<model>/<task>/training/``); None for a run without a store on disk."""
+    root = getattr(ctx.store, "root", None)
+    if root is None or not getattr(ctx.store, "persistent", True):
+        return None
+    return TrainingState(Path(root) / slug(ctx.encoder.key) / slug(card.name) / "training", key, seed,
+                         every_s=saved_state.SAVE_EVERY_S)
 
 
 def pad_id(tokenizer) -> int:

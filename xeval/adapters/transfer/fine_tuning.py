@@ -25,7 +25,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +34,7 @@ from torch import nn
 from xeval.adapters.transfer.lazy_rows import LazyRowsAdamW, lazy_embedding
 from xeval.adapters.transfer.passes import plan
 from xeval.adapters.transfer.recipe import Recipe
+from xeval.adapters.transfer.training_state import TrainingState, load_optimizer_state, optimizer_state
 from xeval.base import collectives, console
 from xeval.base.bf16_support import warn_slow_bf16
 from xeval.base.errors import ConfigError
@@ -88,16 +89,17 @@ def length_grouped_order(lengths: Sequence[int], batch_size: int, generator: tor
 
 
 def batches(features: Sequence[dict], batch_size: int, pad_token_id: int, generator: torch.Generator | None = None,
-            group_by_length: bool = False):
+            group_by_length: bool = False, skip: int = 0):
     """Batches in a shuffled (when ``generator`` is given; length-grouped with ``group_by_length``) or the
-    original order, each padded to its own longest example."""
+    original order, each padded to its own longest example; the first ``skip`` batches are left out (a resumed
+    epoch: the order is drawn all the same, so the generator ends where it would have)."""
     if generator is None:
         order = list(range(len(features)))
     elif group_by_length:
         order = length_grouped_order([len(f["input_ids"]) for f in features], batch_size, generator)
     else:
         order = torch.randperm(len(features), generator=generator).tolist()
-    for start in range(0, len(order), batch_size):
+    for start in range(skip * batch_size, len(order), batch_size):
         yield collate([features[i] for i in order[start : start + batch_size]], pad_token_id)
 
 
@@ -155,6 +157,67 @@ class TrainReport:
         return asdict(self)
 
 
+@dataclass
+class _Loop:
+    """What the training loop carries from step to step besides the model, AdamW and the schedule: what a saved
+    training state holds (``xeval.adapters.transfer.training_state``)."""
+
+    step: int = 0
+    seen: int = 0
+    passes: int = 0  # this rank's forward/backward passes
+    loss_value: float | None = None
+    done_in_epoch: int = 0  # batches of the current epoch done
+    epoch_order: torch.Tensor | None = None  # the batch-order generator's state when the epoch began
+    best_score: float | None = None
+    best_step: int | None = None
+    best_state: dict | None = None
+    curve: list = field(default_factory=list)
+    duration_before: float = 0.0  # training seconds before this process (a resumed run)
+
+    def save(self, state: TrainingState, model: nn.Module, optimizer, scheduler, duration: float,
+             extra: dict) -> None:
+        tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+        tensors.update({f"best.{k}": v for k, v in (self.best_state or {}).items()})
+        optim_tensors, optim_meta = optimizer_state(optimizer)
+        tensors.update(optim_tensors)
+        tensors["epoch_order"] = self.epoch_order
+        state.save(tensors, {
+            "phase": "training", "step": self.step, "seen": self.seen, "passes": self.passes,
+            "loss_value": self.loss_value, "done_in_epoch": self.done_in_epoch, "best_score": self.best_score,
+            "best_step": self.best_step, "curve": self.curve, "duration_s": duration,
+            "scheduler": scheduler.state_dict(),  # its position (the factor is a plain function: not saved)
+            "optimizer": optim_meta, **extra})
+
+    def restore(self, saved: tuple[dict, dict], model: nn.Module, optimizer, scheduler, generator, device) -> None:
+        tensors, meta = saved
+        model.load_state_dict(_prefixed(tensors, "model."))
+        best = _prefixed(tensors, "best.")
+        self.best_state = {k: v.to(device) for k, v in best.items()} if best else None
+        load_optimizer_state(optimizer, tensors, meta["optimizer"])  # torch puts the moments on each weight's device
+        scheduler.load_state_dict(meta["scheduler"])
+        generator.set_state(tensors["epoch_order"])
+        self.step, self.seen, self.passes = meta["step"], meta["seen"], meta["passes"]
+        self.loss_value, self.done_in_epoch = meta["loss_value"], meta["done_in_epoch"]
+        self.best_score, self.best_step = meta["best_score"], meta["best_step"]
+        self.curve = [tuple(point) for point in meta["curve"]]
+        self.duration_before = meta["duration_s"]
+
+
+def _prefixed(tensors: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def _finished(model: nn.Module, saved: tuple[dict, dict], desc: str) -> TrainReport:
+    """A fine-tune whose training ended in an earlier run: its selected weights and report."""
+    tensors, meta = saved
+    model.load_state_dict(_prefixed(tensors, "model."))
+    model.eval()
+    report = meta["report"]
+    report["dev_curve"] = [tuple(point) for point in report["dev_curve"]]
+    console.log.info(f"{desc}: trained in an earlier run ({report['steps']} steps); its selected weights reused")
+    return TrainReport(**report)
+
+
 def fine_tune(
     model: nn.Module,
     features: Sequence[dict],
@@ -166,6 +229,7 @@ def fine_tune(
     desc: str = "fine-tune",
     data_parallel: bool = False,
     auto_batch: bool = False,
+    state: TrainingState | None = None,
 ) -> TrainReport:
     """Train ``model`` on ``features`` (dicts of lists, see ``collate``) and leave it holding the selected weights
     (best dev score under ``select="dev"`` when ``evaluate`` is given, else the last), in eval mode.
@@ -181,16 +245,26 @@ def fine_tune(
 
     On a CPU in one process, consecutive micro-batches share a forward/backward pass up to ``recipe.pass_tokens``
     padded tokens, each keeping its own loss mean (``xeval.adapters.transfer.passes``); on an accelerator the
-    card's micro-batch stays the pass (it is what bounds the device's memory)."""
+    card's micro-batch stays the pass (it is what bounds the device's memory).
+
+    ``state`` (one process only): save the loop's state every ``state.every_s`` seconds and continue from a saved
+    one -- the same weights, bit for bit on a CPU, as a run never stopped (``xeval.adapters.transfer.training_state``);
+    a state saved when training ended gives back the selected weights and the report without training."""
     if not features:
         raise ConfigError(f"{desc}: no training examples")
     model.to(device).train()
+    rank, world = collectives.rank_world() if data_parallel else (0, 1)
+    state = state if world == 1 else None
+    saved = state.load() if state is not None else None
+    if saved is not None and saved[1]["phase"] == "done":  # trained already: the selected weights and the report
+        return _finished(model, saved, desc)
     micro, search = recipe.micro_batch_size, None
-    if auto_batch:  # before the seed: the trial passes draw dropout masks
+    if saved is not None and "micro_batch" in saved[1]:  # the micro-batch decides the loss means: the saved one
+        micro, search = saved[1]["micro_batch"], saved[1]["batch_search"]
+    elif auto_batch:  # before the seed: the trial passes draw dropout masks
         from xeval.adapters.transfer.batch_search import micro_batch
 
         micro, search = micro_batch(model, features, recipe, pad_token_id, device, collate)
-    rank, world = collectives.rank_world() if data_parallel else (0, 1)
     # merged passes only where main memory holds them and one process computes the step (ranks share its passes)
     budget = recipe.pass_tokens if torch.device(device).type == "cpu" and world == 1 else 0
     set_seed(seed)
@@ -204,32 +278,34 @@ def fine_tune(
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=recipe.precision == "bf16")
     if recipe.precision == "bf16" and torch.device(device).type == "cpu":
         warn_slow_bf16("recipe precision=bf16")
-
-    best_score, best_step, best_state = None, None, None
-    curve: list[tuple[int, float]] = []
+    loop = _Loop()
+    if saved is not None:
+        loop.restore(saved, model, optimizer, scheduler, generator, device)
+        console.log.info(f"{desc}: continuing from step {loop.step}/{total} (training state {state.meta_path})")
 
     def checkpoint(step: int) -> None:
-        nonlocal best_score, best_step, best_state
         # data parallel: the weights are the same on every rank; rank 0 scores and every rank takes its score
         score = float(evaluate(model)) if rank == 0 else None  # type: ignore[misc]
         if world > 1:
             score = collectives.broadcast(score)
         model.train()
-        curve.append((step, round(score, 4)))
-        better = best_score is None or score > best_score
+        loop.curve.append((step, round(score, 4)))
+        better = loop.best_score is None or score > loop.best_score
         if better:
-            best_score, best_step = score, step
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            loop.best_score, loop.best_step = score, step
+            loop.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if rank == 0:
             console.log.info(f"{desc}: step {step}/{total} dev {score:.2f}{' (best)' if better else ''}")
 
-    start = time.perf_counter()
-    step, seen, loss_value, run_passes = 0, 0, None, 0
+    start = last_save = time.perf_counter()
+    step, loss_value = loop.step, loop.loss_value
     # data parallel: rank 0 draws the one bar (or writes the heartbeat); the others count silently
     bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else Activity(desc, total, "step")
+    bar.update(step)
     while step < total:
+        loop.epoch_order = generator.get_state()  # what draws this epoch's order (saved: a resume redraws it)
         for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
-                             group_by_length=recipe.group_by_length):
+                             group_by_length=recipe.group_by_length, skip=loop.done_in_epoch):
             n = len(batch["input_ids"])
             mask = batch.get("attention_mask")
             lengths = mask.sum(dim=1).tolist() if mask is not None else [batch["input_ids"].shape[1]] * n
@@ -245,7 +321,7 @@ def fine_tune(
                 with autocast:
                     loss = model(**chunk, **group)[0].float()
                 (loss * rows / n).backward()  # mean over the whole step's examples
-                run_passes += 1  # this rank's
+                loop.passes += 1  # this rank's
             if world > 1:
                 collectives.all_reduce_gradients(model.parameters())
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
@@ -253,7 +329,8 @@ def fine_tune(
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            seen += n
+            loop.seen += n
+            loop.done_in_epoch += 1
             if rank < len(chunks):  # this rank computed a pass (the last one it computed)
                 loss_value = float(loss.detach())
                 bar.set_postfix(loss=f"{loss_value:.3f}")
@@ -263,9 +340,17 @@ def fine_tune(
                 checkpoint(step)
             if step >= total:
                 break
-        if select and recipe.epoch_end_selection and (not curve or curve[-1][0] != step):  # end of an epoch
+            # an epoch's last step is never saved: its end-of-epoch selection has not run yet
+            if state is not None and time.perf_counter() - last_save >= state.every_s \
+                    and loop.done_in_epoch < steps_per_epoch:
+                loop.step, loop.loss_value = step, loss_value
+                loop.save(state, model, optimizer, scheduler, loop.duration_before + time.perf_counter() - start,
+                          {"micro_batch": micro, "batch_search": search})
+                last_save = time.perf_counter()
+        loop.done_in_epoch = 0
+        if select and recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):  # epoch end
             checkpoint(step)
-    if select and not recipe.epoch_end_selection and (not curve or curve[-1][0] != step):
+    if select and not recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):
         # XTREME's train_*.sh pass --eval_all_checkpoints: the final model is scored on English dev beside every
         # saved checkpoint, and its step count is rarely a multiple of --save_steps (PAN-X 6,250 vs 6,000)
         checkpoint(step)  # a tie keeps the earlier checkpoint (strictly better only), as XTREME's sort does
@@ -274,22 +359,26 @@ def fine_tune(
         loss_value = collectives.broadcast(loss_value, src=(len(chunks) - 1) % world)
     if isinstance(optimizer, LazyRowsAdamW):
         optimizer.close()  # the model outlives its fine-tune
-    if select and best_state is not None:
-        model.load_state_dict(best_state)
+    if select and loop.best_state is not None:
+        model.load_state_dict(loop.best_state)
     model.eval()
-    return TrainReport(
+    report = TrainReport(
         steps=step,
-        epochs=round(seen / len(features), 4),
-        examples=seen,
-        best_step=best_step,
-        best_dev=None if best_score is None else round(best_score, 4),
-        dev_curve=curve,
+        epochs=round(loop.seen / len(features), 4),
+        examples=loop.seen,
+        best_step=loop.best_step,
+        best_dev=None if loop.best_score is None else round(loop.best_score, 4),
+        dev_curve=loop.curve,
         final_loss=None if loss_value is None else round(loss_value, 6),
-        duration_s=round(time.perf_counter() - start, 3),
+        duration_s=round(loop.duration_before + time.perf_counter() - start, 3),
         micro_batch=micro,
-        passes=collectives.total(run_passes) if world > 1 else run_passes,  # every rank's
+        passes=collectives.total(loop.passes) if world > 1 else loop.passes,  # every rank's
         batch_search=search,
     )
+    if state is not None and report.duration_s >= state.every_s:  # kept until every unit is stored (the caller)
+        state.save({f"model.{k}": v for k, v in model.state_dict().items()}, {"phase": "done",
+                                                                              "report": report.to_json()})
+    return report
 
 
 def trimmed(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -5,7 +5,8 @@ language's translated training set under ``translate-train``), select on the Eng
 score every language's evaluation split and store one record per (task, language, split, seed).
 
 Resume: a seed whose units are all stored is skipped without training; a partly stored seed trains once and
-evaluates only the missing languages. Predictions are kept beside the records
+evaluates only the missing languages; a fine-tune stopped half-way continues from its last saved state (every 30
+minutes of training, ``xeval.adapters.transfer.training_state``), removed once the seed's units are stored. Predictions are kept beside the records
 (``xeval.adapters.transfer.base.prediction_path``) so ``--export-predictions`` can lay out an XTREME submission
 folder even for units stored by an earlier run.
 """
@@ -25,6 +26,7 @@ from xeval.adapters.transfer.base import (
     train_model,
     training_examples,
     training_source,
+    training_state,
     unit_for,
     unit_hash,
 )
@@ -65,8 +67,10 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
         features = family.features(train)
         key = shared_training.training_key(family, features, dev, seed, recipe, joint)
         kept = shared_training.reuse(key, family.encoder.device)
+        state = None if joint else training_state(card, ctx, key, seed)  # a stopped run continues from it
         if kept is None:
-            model, report = train_model(family, features, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint)
+            model, report = train_model(family, features, dev, seed, recipe, ctx, f"{card.name} s{seed}", joint,
+                                        state)
             trained_for = None
         else:
             model, report, trained_for = kept
@@ -76,6 +80,8 @@ def _run_group(card, langs, train_lang, seed, setting, recipe, ctx, family_cls) 
         for lang in collectives.share(missing) if joint else missing:  # joint: the languages split over the ranks
             out.append(evaluate_unit(family, model, report, units[lang], train, dev, train_source, ctx,
                                      training_extra=extra))
+        if state is not None:
+            state.clear()  # every unit of this fine-tune is stored
         # one model per seed, the model's and its random-init control's
         shared_training.keep(key, model, report, trained_for or card.name, limit=2 * len(ctx.seeds))
         del model
