@@ -32,8 +32,8 @@ would double the cost), and adds a table per claim of the scores over training: 
 seconds. Every score is shown beside both floors: the random-init control and the char n-gram TF-IDF baseline
 (string similarity, no network); a claim is only read where its baseline clears both (the init claim: see above).
 
-Every run is resume-aware (an existing checkpoint is reused, stored probe units are skipped), so a stopped sweep
-continues where it was. A small model may fail to show an effect: the table then says so with the numbers.
+Every run is resume-aware (a finished model is reused, one stopped part-way continues from its last saved state with
+``xeval pretrain --resume``, stored probe units are skipped), so a stopped sweep continues where it was. A small model may fail to show an effect: the table then says so with the numbers.
 """
 
 from __future__ import annotations
@@ -119,6 +119,8 @@ def train(variant, seed: int, args, earlier=()) -> Path:
         cmd += ["--set", f"train.max_seconds={args.budget}", "--set", "train.steps=1000000"]
     if label.endswith("-init"):
         cmd += ["--init", args.init]
+    if (out / "state" / "latest").is_file():  # stopped part-way (a killed sweep): continue from its last state
+        cmd += ["--resume"]
     # the sweep-wide --set first, the variant's own after it: an ablation (objectives.xlco=null) must win over a
     # setting of the objective it removes (--set objectives.xlco.queue_size=128 would otherwise bring it back)
     for item in args.set + list(sets):

@@ -55,6 +55,7 @@ def test_commands_fixed_steps_init_and_floors(tmp_path, monkeypatch):
     init_run, scratch, model, init = (" ".join(c[2:]) for c in calls)
     assert "--set train.steps=1200" in init_run and "max_seconds" not in init_run and "--init e5/" in init_run
     assert "--init" not in scratch and "--set objectives.xlco=null" in scratch and "--set train.seed=2" in scratch
+    assert "--resume" not in init_run and "--resume" not in scratch
     # a sweep-wide setting of XLCO reaches the variant; the baseline's ablation comes after it and wins
     from xeval.engine.config import load_config
 
@@ -134,3 +135,18 @@ def test_a_model_pins_the_tokenizer_of_the_first_trained_model_that_trained_the_
     assert sc.same_tokenizer(sc.CLAIMS[1][1], sc.CLAIMS[3][1], 0, args)  # xlm-e and veco2
     assert not sc.same_tokenizer(infoxlm, ("g", "general-cpu-4l", ()), 0, args)
     assert not sc.same_tokenizer(infoxlm, ("v", "infoxlm", ("tokenizer.vocab_size=8000",)), 0, args)
+
+
+def test_a_model_stopped_part_way_continues_with_resume(tmp_path, monkeypatch):
+    """A sweep killed while a model trained: that model's out folder has a saved state but no finished card, and
+    the rerun continues it (``xeval pretrain --resume``) instead of failing on a folder that holds a run."""
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    args = argparse.Namespace(size="tiny", steps=300, budget=300.0, init="e5/", set=[], data=None, max_eval=300,
+                              out=str(tmp_path))
+    (tmp_path / "infoxlm-init-s2" / "state").mkdir(parents=True)
+    (tmp_path / "infoxlm-init-s2" / "state" / "latest").write_text("step-0000200\n", encoding="utf-8")
+    sc.train(sc.INIT_CLAIM[1], 2, args)
+    sc.train(sc.INIT_CLAIM[2], 2, args)
+    assert "--resume" in calls[0] and "--resume" not in calls[1]
