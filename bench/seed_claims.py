@@ -32,6 +32,9 @@ would double the cost), and adds a table per claim of the scores over training: 
 seconds. Every score is shown beside both floors: the random-init control and the char n-gram TF-IDF baseline
 (string similarity, no network); a claim is only read where its baseline clears both (the init claim: see above).
 
+``--jobs 2`` trains and probes two seeds side by side (one thread each: on a 2-core machine the pair takes about
+the time of one seed), each seed's commands logged to its own ``train-s<seed>.log`` / ``eval-s<seed>.log``.
+
 Every run is resume-aware (a finished model is reused, one stopped part-way continues from its last saved state with
 ``xeval pretrain --resume``, stored probe units are skipped), so a stopped sweep continues where it was. A small model may fail to show an effect: the table then says so with the numbers.
 """
@@ -127,12 +130,18 @@ def train(variant, seed: int, args, earlier=()) -> Path:
         cmd += ["--set", item]
     if args.data:
         cmd += ["--data", args.data]
-    sh(cmd, Path(args.out) / "train.log")
+    sh(cmd, log_file(args, "train", seed))
     return out
 
 
+def log_file(args, kind: str, seed: int | None = None) -> Path:
+    """``train.log`` / ``eval.log`` in ``--out``; one per seed under ``--jobs`` (parallel runs' lines would mix)."""
+    several = getattr(args, "jobs", 1) > 1 and seed is not None
+    return Path(args.out) / (f"{kind}-s{seed}.log" if several else f"{kind}.log")
+
+
 def evaluate(model: Path, args, controls: str = "random-init,charngram", name: str | None = None,
-             tasks: tuple[str, ...] = TASKS) -> None:
+             tasks: tuple[str, ...] = TASKS, seed: int | None = None) -> None:
     """Retrieval probes at every layer beside the floors (``controls``; the char n-gram baseline is computed once
     per store, whatever the model). Models trained from ``--init`` have the init model as their floor instead."""
     tasks = [t for t in tasks if not (name == INIT and t == "heldout")]  # the init model has no held-out pairs
@@ -145,7 +154,7 @@ def evaluate(model: Path, args, controls: str = "random-init,charngram", name: s
         cmd += ["--name", name]
     if args.data:
         cmd += ["--data", args.data]
-    sh(cmd, Path(args.out) / "eval.log")
+    sh(cmd, log_file(args, "eval", seed))
 
 
 CURVE_TASKS = ("tatoeba", "flores")
@@ -321,10 +330,14 @@ def main(argv=None) -> int:
     parser.add_argument("--report", default=str(REPO / "reports" / "seed_claims.md"))
     parser.add_argument("--claims", default=",".join(CLAIM_KEYS),
                         help=f"the claims to run, of {', '.join(CLAIM_KEYS)} (and init, with --init)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="seeds trained and probed side by side (one thread each; e.g. 2 on a 2-core machine)")
     parser.add_argument("--curve", type=int, default=None, metavar="N",
                         help="also probe each model's exported steps at multiples of N "
                              "(needs --set train.export_every=M, M dividing N)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs: expected an integer >= 1, found {args.jobs}")
     unknown = set(args.claims.split(",")) - set(CLAIM_KEYS) - {"init"}
     if unknown:
         parser.error(f"--claims: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(CLAIM_KEYS)}")
@@ -335,15 +348,25 @@ def main(argv=None) -> int:
     variants = list(dict.fromkeys(v for _, *pair in claims for v in pair))
     if INIT_CLAIM in claims:  # the init claim's floor: the init model itself
         evaluate(Path(args.init), args, controls="charngram", name=INIT)
-    for seed in seeds:  # seed-major: one complete set of variants first, so a stopped sweep has every claim once
+
+    def one_seed(seed: int) -> None:
         for i, variant in enumerate(variants):
             init_run = variant[0].endswith("-init")
             model = train(variant, seed, args, earlier=variants[:i])
-            evaluate(model, args, controls="" if init_run else "random-init,charngram")
+            evaluate(model, args, controls="" if init_run else "random-init,charngram", seed=seed)
             for step, export in series(model, args.curve) if args.curve else []:
                 if init_run and step == 0:
                     continue  # the init model's own weights (a 0-step continued run equals it): evaluated as INIT
-                evaluate(export, args, controls="", name=curve_name(model, step), tasks=CURVE_TASKS)
+                evaluate(export, args, controls="", name=curve_name(model, step), tasks=CURVE_TASKS, seed=seed)
+
+    if args.jobs > 1:  # seeds side by side, one thread each; the shared store locks each unit (computed once)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(one_seed, seeds))  # a failed command's SystemExit comes back here
+    else:
+        for seed in seeds:  # seed-major: one complete set of variants first, so a stopped sweep has every claim once
+            one_seed(seed)
     table = scores(Path(args.out) / "runs")
     command = "python bench/seed_claims.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     print(f"wrote {write_report(args, table, command)}")

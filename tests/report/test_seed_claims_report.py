@@ -150,3 +150,30 @@ def test_a_model_stopped_part_way_continues_with_resume(tmp_path, monkeypatch):
     sc.train(sc.INIT_CLAIM[1], 2, args)
     sc.train(sc.INIT_CLAIM[2], 2, args)
     assert "--resume" in calls[0] and "--resume" not in calls[1]
+
+
+def test_jobs_run_seeds_side_by_side_each_logged_apart(tmp_path, monkeypatch):
+    import threading
+
+    sc = load_bench("seed_claims")
+    done, threads, logs = [], set(), []
+    started = threading.Barrier(2, timeout=10)  # both seeds must be running at once, or this times out
+
+    def train(variant, seed, args, earlier=()):
+        if variant[0] == "infoxlm-init":
+            started.wait()
+        threads.add(threading.get_ident())
+        done.append((variant[0], seed))
+        logs.append(sc.log_file(args, "train", seed).name)
+        return tmp_path / f"{variant[0]}-s{seed}"
+
+    monkeypatch.setattr(sc, "train", train)
+    monkeypatch.setattr(sc, "evaluate", lambda *a, **k: None)
+    monkeypatch.setattr(sc, "scores", lambda runs: {})
+    monkeypatch.setattr(sc, "write_report", lambda args, table, command: tmp_path / "claims.md")
+    assert sc.main(["--size", "tiny", "--steps", "3", "--seeds", "0,1", "--claims", "init", "--init", "e5/",
+                    "--jobs", "2", "--out", str(tmp_path)]) == 0
+    assert sorted(done) == [(v, s) for v in ("infoxlm-init", "mlm+tlm-init") for s in (0, 1)]
+    assert len(threads) == 2 and sorted(set(logs)) == ["train-s0.log", "train-s1.log"]
+    # the init claim's variants of one seed run in order (the second pins the first's tokenizer at tiny)
+    assert [v for v, s in done if s == 0] == ["infoxlm-init", "mlm+tlm-init"]
