@@ -128,3 +128,7 @@ def test_a_head_warmup_is_refused_where_it_cannot_hold():
     with pytest.raises(ConfigError, match=r"train.head_warmup must be an integer >= 0 and below train.steps \(300\)"):
         load_config("infoxlm", "tiny", ["train.steps=300", "train.head_warmup=300"])
     assert load_config("infoxlm", "tiny", ["train.steps=300", "train.head_warmup=100"]).train.head_warmup == 100
+    with pytest.raises(ConfigError, match=r"train.head_warmup_lr must be a finite number > 0 or null, found 0"):
+        load_config("infoxlm", "tiny", ["train.steps=300", "train.head_warmup=100", "train.head_warmup_lr=0"])
+    assert load_config("infoxlm", "tiny", ["train.head_warmup=10", "train.head_warmup_lr=1e-3"]).train.head_warmup_lr \
+        == 1e-3

@@ -197,6 +197,19 @@ def test_time_budget_schedule_decays_to_zero_over_the_budget():
     assert [lr_at(s, plain, 1e9) for s in range(100)] == [lr_at(s, plain) for s in range(100)]  # no budget: steps
 
 
+def test_a_head_warmup_runs_at_its_own_rate_then_the_schedule_starts_over():
+    from xeval.engine.config import TrainConfig
+    from xeval.engine.setup import lr_at
+
+    tc = TrainConfig(steps=110, lr=1e-4, warmup=10, head_warmup=10, head_warmup_lr=1e-3)
+    assert [lr_at(s, tc) for s in range(10)] == [1e-3] * 10  # the head alone, at its rate, constant
+    # then the encoder's own warm-up and decay over the remaining 100 steps, as a run of 100 steps without one
+    plain = TrainConfig(steps=100, lr=1e-4, warmup=10)
+    assert [lr_at(s, tc) for s in range(10, 110)] == [lr_at(s, plain) for s in range(100)]
+    assert lr_at(10, tc) == pytest.approx(1e-5) and lr_at(19, tc) == pytest.approx(1e-4)
+    assert lr_at(3, TrainConfig(steps=110, lr=1e-4, warmup=10, head_warmup=10)) == 1e-4  # default: train.lr
+
+
 def test_time_budget_stops_decays_and_checkpoint_loads(tmp_path, fake_root, tokenizer_dir):
     from transformers import AutoModel
 

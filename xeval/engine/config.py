@@ -102,8 +102,11 @@ class TrainConfig:
     stop_after: int | None = None  # stop (with a checkpoint) after this step: simulates an interruption
     # the first this many steps train the objectives' heads only, the encoder frozen: continuing a folder that has no
     # MLM head (a sentence-transformers model), the encoder's first updates would come through a random head. Part of
-    # train.steps and of the learning-rate schedule; single-process only (DDP reduces a fixed set of gradients).
+    # train.steps; they run at head_warmup_lr (default train.lr), constant, and the schedule (warmup, then decay)
+    # runs over the steps after them, so the encoder gets its own warm-up. Single-process only (DDP reduces a fixed
+    # set of gradients).
     head_warmup: int = 0
+    head_warmup_lr: float | None = None  # a random head learns at a rate far above continued pre-training's
 
 
 @dataclass
@@ -236,6 +239,8 @@ def _check_values(cfg: PretrainConfig, source: str) -> None:
         need(_integer(getattr(tc, key)) and getattr(tc, key) >= 1, f"train.{key}", getattr(tc, key), "an integer >= 1")
     need(_integer(tc.head_warmup) and 0 <= tc.head_warmup and (tc.head_warmup == 0 or tc.head_warmup < tc.steps),
          "train.head_warmup", tc.head_warmup, f"an integer >= 0 and below train.steps ({tc.steps})")
+    need(tc.head_warmup_lr is None or (_number(tc.head_warmup_lr) and tc.head_warmup_lr > 0), "train.head_warmup_lr",
+         tc.head_warmup_lr, "a finite number > 0 or null")
     for key, low in (("export_every", 1), ("stop_after", 0), ("threads", 1)):
         value = getattr(tc, key)
         need(value is None or (_integer(value) and value >= low), f"train.{key}", value, f"an integer >= {low} or null")

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -395,7 +395,16 @@ def lr_at(step: int, cfg, elapsed: float = 0.0) -> float:
 
     With ``max_seconds`` (a time budget: the number of steps is not known in advance) the decay runs over the run's
     progress, the larger of ``elapsed / max_seconds`` and ``step / steps``: lr * warm-up ramp * (1 - progress),
-    so the rate reaches 0 when the budget is spent, whatever the machine's speed."""
+    so the rate reaches 0 when the budget is spent, whatever the machine's speed.
+
+    ``head_warmup`` steps first run at ``head_warmup_lr`` (default ``lr``), constant; the schedule above then runs
+    over the steps after them (its warm-up for the encoder's first updates), counted from the first of them."""
+    head = getattr(cfg, "head_warmup", 0) or 0
+    if head:
+        if step < head:
+            return cfg.head_warmup_lr if cfg.head_warmup_lr is not None else cfg.lr
+        cfg = replace(cfg, steps=cfg.steps - head, head_warmup=0)
+        step -= head
     if cfg.max_seconds is not None:
         progress = max(elapsed / cfg.max_seconds if cfg.max_seconds > 0 else 1.0, step / max(1, cfg.steps))
         return cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup)) * max(0.0, 1.0 - progress)
