@@ -39,6 +39,16 @@ def test_an_activity_says_progress_rate_elapsed_and_eta():
     assert [duration(s) for s in (0, 59.9, 60, 3599, 3600, 7440)] == ["0s", "59s", "1m00s", "59m59s", "1h00m", "2h04m"]
 
 
+def test_a_resumed_progress_counts_its_earlier_steps_but_not_in_its_rate():
+    from xeval.base import console
+
+    steps = console.progress(total=6260, desc="panx s1", unit="step", initial=2000)  # not a terminal: an Activity
+    steps.started = 0.0
+    steps.update(100)
+    # 100 steps in 150 s since the resume: 1.5 s/step, 4160 left = 1h44m; 2100 of 6260 done
+    assert steps.describe(now=150.0) == "panx s1: 2100/6260 steps (34%), 1.5 s/step, 2m30s, eta 1h44m"
+
+
 def test_the_interval_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("XEVAL_HEARTBEAT", raising=False)
     assert interval_from_env() == (30.0, None)

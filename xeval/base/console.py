@@ -83,19 +83,22 @@ def bars_enabled() -> bool:
 
 
 def progress(iterable=None, *, total: int | None = None, desc: str | None = None, unit: str = "it",
-             leave: bool = False):
+             leave: bool = False, initial: int = 0):
     """A tqdm bar on stderr, drawn only on a terminal and not under ``-q``. Elsewhere an ``Activity`` with the same
-    methods, which the heartbeat reports (nothing is drawn)."""
+    methods, which the heartbeat reports (nothing is drawn). ``initial``: counted before this process (a resumed
+    run), shown but not part of the rate or the estimate."""
     if _bars["enabled"] and on_terminal():
         from tqdm import tqdm
 
-        return tqdm(iterable, total=total, desc=desc, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True)
+        return tqdm(iterable, total=total, desc=desc, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True,
+                    initial=initial)
     if total is None and iterable is not None:
         try:
             total = len(iterable)
         except TypeError:
             total = None
     tracked = Activity(desc or "working", total=total, unit=unit, monitor=monitor)
+    tracked.n = tracked.initial = initial
     return tracked if iterable is None else tracked.wrap(iterable)
 
 

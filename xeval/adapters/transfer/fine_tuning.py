@@ -300,8 +300,8 @@ def fine_tune(
     start = last_save = time.perf_counter()
     step, loss_value = loop.step, loop.loss_value
     # data parallel: rank 0 draws the one bar (or writes the heartbeat); the others count silently
-    bar = console.progress(total=total, desc=desc, unit="step") if rank == 0 else Activity(desc, total, "step")
-    bar.update(step)
+    bar = console.progress(total=total, desc=desc, unit="step", initial=step) if rank == 0 \
+        else Activity(desc, total, "step")
     while step < total:
         loop.epoch_order = generator.get_state()  # what draws this epoch's order (saved: a resume redraws it)
         for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
