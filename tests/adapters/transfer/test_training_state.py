@@ -120,6 +120,7 @@ def test_the_saved_state_holds_the_lazy_optimiser_and_the_best_weights(tmp_path)
     with pytest.raises(Stop):
         _train(state, stop_at=20)
     tensors = load_file(str(state.tensors_path))
+    assert state.tensors_path.stat().st_mode & 0o777 == state.meta_path.stat().st_mode & 0o777  # both as readable
     assert tensors["optim.lazy.touched"].dtype == torch.bool and 0 < int(tensors["optim.lazy.touched"].sum()) < VOCAB
     assert any(k.startswith("best.") for k in tensors) and "epoch_order" in tensors
 

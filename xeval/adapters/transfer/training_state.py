@@ -67,7 +67,9 @@ class TrainingState:
 
         Path(self.folder).mkdir(parents=True, exist_ok=True)
         with atomic_path(self.tensors_path) as tmp:
+            mode = tmp.stat().st_mode & 0o777  # as readable as the store's other files (safetensors makes its own)
             save_file(_unshared(tensors), str(tmp))
+            os.chmod(tmp, mode)
         write_json(self.meta_path, {"format": FORMAT, "key": self.key, "seed": self.seed,
                                     "tensors_sha256": _sha256(self.tensors_path), **meta})
 
