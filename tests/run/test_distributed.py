@@ -155,6 +155,16 @@ def test_ddp_finetune_needs_several_processes(tmp_path, data_root, capsys):
     assert "--ddp-finetune: needs several processes" in capsys.readouterr().err
 
 
+def test_ddp_finetune_is_refused_in_probe_mode(tmp_path, data_root, capsys):
+    """Probe mode trains no model: under --ddp-finetune each rank of a shard would fit the same heads (only rank 0
+    holds the item's lock), so the combination is a usage error before anything loads."""
+    model = helpers_transfer.tiny_model(data_root)
+    assert main(["run", "--model", str(model), "--data", str(data_root), "--out", str(tmp_path), *COMMAND,
+                 "--mode", "probe", "--ddp-finetune"]) == 2
+    assert "--ddp-finetune: --mode probe fine-tunes nothing" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.json"))  # nothing computed, nothing written
+
+
 # ------------------------------------------------------------------------------------------- many processes
 
 

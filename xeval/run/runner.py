@@ -128,6 +128,9 @@ def _run(opts: RunOptions, worker, device: str, echo, on_task, summary: RunSumma
     data = DataRoot.resolve(opts.data)
     chosen, notes, errors = check_files(chosen, data, opts.setting)
     adapters = {card.name: get_adapter(card.type) for card, _ in chosen}  # unknown types fail before loading
+    if opts.ddp_finetune and opts.mode == "probe":  # its ranks would each fit the same heads, under one lock
+        raise UserError("--ddp-finetune: --mode probe fine-tunes nothing (each probe's heads fit in one process); "
+                        "run it without --ddp-finetune (torchrun's ranks then share the work items)")
     if opts.ddp_finetune and worker.world == 1:
         raise UserError("--ddp-finetune: needs several processes (torchrun --nproc_per_node N -m xeval run ...)")
     if worker.count > 1 and opts.out is None:
