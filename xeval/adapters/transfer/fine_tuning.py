@@ -343,9 +343,13 @@ def fine_tune(
             # an epoch's last step is never saved: its end-of-epoch selection has not run yet
             if state is not None and time.perf_counter() - last_save >= state.every_s \
                     and loop.done_in_epoch < steps_per_epoch:
+                save_started = time.perf_counter()
                 loop.step, loop.loss_value = step, loss_value
                 loop.save(state, model, optimizer, scheduler, loop.duration_before + time.perf_counter() - start,
                           {"micro_batch": micro, "batch_search": search})
+                console.log.info(f"{desc}: training state saved at step {step} "
+                                 f"({state.tensors_path.stat().st_size / 1e9:.2f} GB in "
+                                 f"{time.perf_counter() - save_started:.1f} s; a rerun continues from it)")
                 last_save = time.perf_counter()
         loop.done_in_epoch = 0
         if select and recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):  # epoch end
