@@ -47,6 +47,8 @@ def test_a_resumed_progress_counts_its_earlier_steps_but_not_in_its_rate():
     steps.update(100)
     # 100 steps in 150 s since the resume: 1.5 s/step, 4160 left = 1h44m; 2100 of 6260 done
     assert steps.describe(now=150.0) == "panx s1: 2100/6260 steps (34%), 1.5 s/step, 2m30s, eta 1h44m"
+    steps.close()  # off the process's heartbeat: later tests' lines must not show it
+    assert steps not in console.monitor.stack
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch):

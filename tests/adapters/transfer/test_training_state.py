@@ -16,6 +16,7 @@ from xeval.adapters.transfer.lazy_rows import LazyRowsAdamW
 from xeval.adapters.transfer.recipe import Recipe
 from xeval.adapters.transfer.tagging import Tagger
 from xeval.adapters.transfer.training_state import TrainingState
+from xeval.base import console
 
 VOCAB = 12_000  # above lazy_rows.MIN_ROWS: the embedding is stepped by LazyRowsAdamW, whose row record is saved too
 
@@ -104,6 +105,7 @@ def test_a_stopped_fine_tune_continues_to_the_same_weights_bit_for_bit(tmp_path,
     state = TrainingState(tmp_path, "k" * 64, 7, every_s=0.0)  # save at every step that may be saved
     with pytest.raises(Stop):
         _train(state, stop_at=stop_at)
+    assert not [a for a in console.monitor.stack if a.label == "test"]  # the stopped loop's activity ended with it
     saved = json.loads(state.meta_path.read_text())
     assert saved["phase"] == "training" and 0 < saved["step"] < report.steps
     assert saved["step"] % 3 != 0  # an epoch's last step is never saved (its epoch-end selection is still to come)

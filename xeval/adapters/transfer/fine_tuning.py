@@ -302,63 +302,65 @@ def fine_tune(
     # data parallel: rank 0 draws the one bar (or writes the heartbeat); the others count silently
     bar = console.progress(total=total, desc=desc, unit="step", initial=step) if rank == 0 \
         else Activity(desc, total, "step")
-    while step < total:
-        loop.epoch_order = generator.get_state()  # what draws this epoch's order (saved: a resume redraws it)
-        for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
-                             group_by_length=recipe.group_by_length, skip=loop.done_in_epoch):
-            n = len(batch["input_ids"])
-            mask = batch.get("attention_mask")
-            lengths = mask.sum(dim=1).tolist() if mask is not None else [batch["input_ids"].shape[1]] * n
-            ranges = plan(lengths, micro, budget)
-            chunks = [{k: v[a:b] for k, v in batch.items()} for a, b in ranges]
-            for index in range(rank, len(chunks), world):  # one process: every pass
-                chunk = {k: v.to(device) for k, v in trimmed(chunks[index]).items()}
-                # dropout masks independent of the rank; seeded by the pass's first micro-batch, so that with
-                # one micro-batch a pass (pass_tokens 0) they are those of xeval before passes
-                torch.manual_seed(_micro_batch_seed(seed, step, ranges[index][0] // micro))
-                rows = len(chunk["input_ids"])
-                group = {"loss_group": micro} if rows > micro else {}  # each micro-batch's own mean
-                with autocast:
-                    loss = model(**chunk, **group)[0].float()
-                (loss * rows / n).backward()  # mean over the whole step's examples
-                loop.passes += 1  # this rank's
-            if world > 1:
-                collectives.all_reduce_gradients(model.parameters())
-            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            loop.seen += n
-            loop.done_in_epoch += 1
-            if rank < len(chunks):  # this rank computed a pass (the last one it computed)
-                loss_value = float(loss.detach())
-                bar.set_postfix(loss=f"{loss_value:.3f}")
-            bar.update(1)
-            if select and recipe.eval_every and step % recipe.eval_every == 0 and (
-                    step < total or not recipe.epoch_end_selection):  # the last step: epoch end's check, unless off
+    try:  # an exception (a stop, a bad batch) still ends the activity: the heartbeat must not report it
+        while step < total:
+            loop.epoch_order = generator.get_state()  # what draws this epoch's order (saved: a resume redraws it)
+            for batch in batches(features, recipe.batch_size, pad_token_id, generator,  # collated lazily
+                                 group_by_length=recipe.group_by_length, skip=loop.done_in_epoch):
+                n = len(batch["input_ids"])
+                mask = batch.get("attention_mask")
+                lengths = mask.sum(dim=1).tolist() if mask is not None else [batch["input_ids"].shape[1]] * n
+                ranges = plan(lengths, micro, budget)
+                chunks = [{k: v[a:b] for k, v in batch.items()} for a, b in ranges]
+                for index in range(rank, len(chunks), world):  # one process: every pass
+                    chunk = {k: v.to(device) for k, v in trimmed(chunks[index]).items()}
+                    # dropout masks independent of the rank; seeded by the pass's first micro-batch, so that with
+                    # one micro-batch a pass (pass_tokens 0) they are those of xeval before passes
+                    torch.manual_seed(_micro_batch_seed(seed, step, ranges[index][0] // micro))
+                    rows = len(chunk["input_ids"])
+                    group = {"loss_group": micro} if rows > micro else {}  # each micro-batch's own mean
+                    with autocast:
+                        loss = model(**chunk, **group)[0].float()
+                    (loss * rows / n).backward()  # mean over the whole step's examples
+                    loop.passes += 1  # this rank's
+                if world > 1:
+                    collectives.all_reduce_gradients(model.parameters())
+                torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                loop.seen += n
+                loop.done_in_epoch += 1
+                if rank < len(chunks):  # this rank computed a pass (the last one it computed)
+                    loss_value = float(loss.detach())
+                    bar.set_postfix(loss=f"{loss_value:.3f}")
+                bar.update(1)
+                if select and recipe.eval_every and step % recipe.eval_every == 0 and (
+                        step < total or not recipe.epoch_end_selection):  # the last step: epoch end's check, unless off
+                    checkpoint(step)
+                if step >= total:
+                    break
+                # an epoch's last step is never saved: its end-of-epoch selection has not run yet
+                if state is not None and time.perf_counter() - last_save >= state.every_s \
+                        and loop.done_in_epoch < steps_per_epoch:
+                    save_started = time.perf_counter()
+                    loop.step, loop.loss_value = step, loss_value
+                    loop.save(state, model, optimizer, scheduler, loop.duration_before + time.perf_counter() - start,
+                              {"micro_batch": micro, "batch_search": search})
+                    console.log.info(f"{desc}: training state saved at step {step} "
+                                     f"({state.tensors_path.stat().st_size / 1e9:.2f} GB in "
+                                     f"{time.perf_counter() - save_started:.1f} s; a rerun continues from it)")
+                    last_save = time.perf_counter()
+            loop.done_in_epoch = 0
+            if select and recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):  # epoch end
                 checkpoint(step)
-            if step >= total:
-                break
-            # an epoch's last step is never saved: its end-of-epoch selection has not run yet
-            if state is not None and time.perf_counter() - last_save >= state.every_s \
-                    and loop.done_in_epoch < steps_per_epoch:
-                save_started = time.perf_counter()
-                loop.step, loop.loss_value = step, loss_value
-                loop.save(state, model, optimizer, scheduler, loop.duration_before + time.perf_counter() - start,
-                          {"micro_batch": micro, "batch_search": search})
-                console.log.info(f"{desc}: training state saved at step {step} "
-                                 f"({state.tensors_path.stat().st_size / 1e9:.2f} GB in "
-                                 f"{time.perf_counter() - save_started:.1f} s; a rerun continues from it)")
-                last_save = time.perf_counter()
-        loop.done_in_epoch = 0
-        if select and recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):  # epoch end
-            checkpoint(step)
-    if select and not recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):
-        # XTREME's train_*.sh pass --eval_all_checkpoints: the final model is scored on English dev beside every
-        # saved checkpoint, and its step count is rarely a multiple of --save_steps (PAN-X 6,250 vs 6,000)
-        checkpoint(step)  # a tie keeps the earlier checkpoint (strictly better only), as XTREME's sort does
-    bar.close()
+        if select and not recipe.epoch_end_selection and (not loop.curve or loop.curve[-1][0] != step):
+            # XTREME's train_*.sh pass --eval_all_checkpoints: the final model is scored on English dev beside every
+            # saved checkpoint, and its step count is rarely a multiple of --save_steps (PAN-X 6,250 vs 6,000)
+            checkpoint(step)  # a tie keeps the earlier checkpoint (strictly better only), as XTREME's sort does
+    finally:
+        bar.close()
     if world > 1:  # the loss of the step's last pass, as one process reports it
         loss_value = collectives.broadcast(loss_value, src=(len(chunks) - 1) % world)
     if isinstance(optimizer, LazyRowsAdamW):
