@@ -36,7 +36,8 @@ seconds. Every score is shown beside both floors: the random-init control and th
 the time of one seed), each seed's commands logged to its own ``train-s<seed>.log`` / ``eval-s<seed>.log``.
 
 Every run is resume-aware (a finished model is reused, one stopped part-way continues from its last saved state with
-``xeval pretrain --resume``, stored probe units are skipped), so a stopped sweep continues where it was. A small model may fail to show an effect: the table then says so with the numbers.
+``xeval pretrain --resume``, stored probe units are skipped), so a stopped sweep continues where it was. A small
+model may fail to show an effect: the table then says so with the numbers.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from xeval.adapters.transfer.backbone import backbone_copy
 from xeval.adapters.transfer.dropout_masks import use_masks
 from xeval.adapters.transfer.fine_tuning import TrainReport, fine_tune, set_seed
 from xeval.adapters.transfer.recipe import Recipe
-from xeval.adapters.transfer.training_state import TrainingState
 from xeval.base.atomic import write_text
 from xeval.base.console import log
 from xeval.base.errors import ConfigError
@@ -195,7 +194,7 @@ def unit_hash(card, lang: str, setting: str, recipe: Recipe, family: Family, tra
 
 
 def train_model(family: Family, features: list[dict], dev: list, seed: int, recipe: Recipe, ctx, desc: str,
-                joint: bool = False, state: TrainingState | None = None):
+                joint: bool = False, state: saved_state.TrainingState | None = None):
     """A fresh copy of the backbone with the family's head, fine-tuned on ``features`` (selected on ``dev`` when
     given): (model, ``TrainReport``). ``state``: where a long fine-tune keeps its state (``training_state``)."""
     model, masks = fresh_model(family, recipe, seed)
@@ -216,13 +215,13 @@ def fresh_model(family: Family, recipe: Recipe, seed: int):
     return model, use_masks(model, recipe.dropout_rng)
 
 
-def training_state(card, ctx, key: str, seed: int) -> TrainingState | None:
+def training_state(card, ctx, key: str, seed: int) -> saved_state.TrainingState | None:
     """Where a fine-tune of ``card`` keeps its training state: beside the task's records
     (``<out>/<model>/<task>/training/``); None for a run without a store on disk."""
     root = getattr(ctx.store, "root", None)
     if root is None or not getattr(ctx.store, "persistent", True):
         return None
-    return TrainingState(Path(root) / slug(ctx.encoder.key) / slug(card.name) / "training", key, seed,
+    return saved_state.TrainingState(Path(root) / slug(ctx.encoder.key) / slug(card.name) / "training", key, seed,
                          every_s=saved_state.SAVE_EVERY_S)
 
 

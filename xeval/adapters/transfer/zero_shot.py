@@ -6,9 +6,9 @@ score every language's evaluation split and store one record per (task, language
 
 Resume: a seed whose units are all stored is skipped without training; a partly stored seed trains once and
 evaluates only the missing languages; a fine-tune stopped half-way continues from its last saved state (every 30
-minutes of training, ``xeval.adapters.transfer.training_state``), removed once the seed's units are stored. Predictions are kept beside the records
-(``xeval.adapters.transfer.base.prediction_path``) so ``--export-predictions`` can lay out an XTREME submission
-folder even for units stored by an earlier run.
+minutes of training, ``xeval.adapters.transfer.training_state``), removed once the seed's units are stored.
+Predictions are kept beside the records (``xeval.adapters.transfer.base.prediction_path``) so
+``--export-predictions`` can lay out an XTREME submission folder even for units stored by an earlier run.
 """
 
 from __future__ import annotations
