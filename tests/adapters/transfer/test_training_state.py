@@ -226,3 +226,30 @@ def test_a_stopped_run_rerun_gives_the_records_of_a_run_never_stopped(tmp_path, 
     assert training["steps"] == reference["en"].extra["training"]["steps"] == 10
     assert len(passes) == training["passes"] - meta["passes"] > 0  # only the passes after the saved step
     assert list((tmp_path / "stopped").glob("*/udpos/training/*")) == []  # cleared once the units are stored
+
+
+def test_a_stop_in_the_middle_of_a_save_leaves_the_previous_state_whole(tmp_path, monkeypatch):
+    """The tensors go to the file the json does not name, the json last: killed between the two, the earlier
+    state is still read (its own tensors, its own hash), and a finished save leaves one tensors file."""
+    from xeval.adapters.transfer import training_state
+
+    state = TrainingState(tmp_path, "k" * 64, 7, every_s=0.0)
+    with pytest.raises(Stop):
+        _train(state, stop_at=14)
+    before = json.loads(state.meta_path.read_text())
+    assert len(list(tmp_path.glob("*.safetensors"))) == 1
+    write_json = training_state.write_json
+
+    def killed(path, obj):
+        raise Stop  # the new tensors are on disk, the json that would name them is not
+
+    monkeypatch.setattr(training_state, "write_json", killed)
+    with pytest.raises(Stop):
+        state.save({"x": torch.zeros(2)}, {"phase": "training"})
+    assert len(list(tmp_path.glob("*.safetensors"))) == 2
+    monkeypatch.setattr(training_state, "write_json", write_json)
+    tensors, meta = state.load()
+    assert meta["step"] == before["step"] and "epoch_order" in tensors
+    reference, _ = _train(None)
+    resumed, _ = _train(state)
+    assert _same(resumed.state_dict(), reference.state_dict())

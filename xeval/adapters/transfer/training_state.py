@@ -14,8 +14,9 @@ unit of the fine-tune is stored, so a stop during the evaluation of 40 languages
 A rerun of the same command finds the state by the training key (``shared_training.training_key``: encoder, seed,
 family options, whole recipe, every training feature and the selection set -- what decides the weights), so a state
 is only ever continued by the fine-tune that wrote it. Files: ``<out>/<model>/<task>/training/s<seed>-<key>.json``
-and ``.safetensors`` (tensors only: nothing is unpickled), written to a temporary file and renamed, the tensors first
-and the json last, which names the tensors file's SHA-256. A state that does not check out (unreadable, another key or
+and ``.safetensors`` (tensors only: nothing is unpickled), each written to a temporary file and renamed; the tensors
+go to the other of two files (``.safetensors`` / ``.b.safetensors``) and the json, written last, names that one and its
+SHA-256, so a stop in the middle of a save leaves the previous state whole. A state that does not check out (unreadable, another key or
 format, a hash that does not match, tensors missing) is not used: a warning names the file and why, and training
 starts from step 0 -- it is xeval's own cache, and a wrong one must not decide a number.
 
@@ -36,8 +37,9 @@ import torch
 from xeval.base.atomic import atomic_path, write_json
 from xeval.base.console import log
 
-SAVE_EVERY_S = 1800.0  # a stop loses at most this much training (the save itself: ~3 s for e5-small's 1.9 GB)
+SAVE_EVERY_S = 1800.0  # a stop loses at most this much training (a save: 8-12 s for e5-small's 1.9 GB, busy CPU)
 FORMAT = 1
+SLOTS = ("", "b")  # two tensors files taken in turn: the json names the complete one
 
 
 @dataclass
@@ -57,21 +59,37 @@ class TrainingState:
     def meta_path(self) -> Path:
         return self.stem.with_suffix(".json")
 
+    def slot_path(self, slot: str) -> Path:
+        """The tensors file of ``slot``: ``""`` (``<stem>.safetensors``) or ``"b"`` (``<stem>.b.safetensors``)."""
+        return self.stem.parent / f"{self.stem.name}{'.' + slot if slot else ''}.safetensors"
+
     @property
     def tensors_path(self) -> Path:
-        return self.stem.with_suffix(".safetensors")
+        """The tensors file the saved json names (the first slot when nothing is saved)."""
+        try:
+            slot = json.loads(self.meta_path.read_text(encoding="utf-8")).get("tensors", "")
+        except (OSError, ValueError, AttributeError):
+            slot = ""
+        return self.slot_path(slot if slot in SLOTS else "")
 
     def save(self, tensors: dict[str, torch.Tensor], meta: dict) -> None:
-        """Write ``tensors`` and ``meta`` (JSON-able) as this fine-tune's state, replacing any earlier one."""
+        """Write ``tensors`` and ``meta`` (JSON-able) as this fine-tune's state, replacing any earlier one. The tensors
+        go to the slot the current json does not name, then the json names them: a stop at any moment leaves the
+        last complete state readable."""
         from safetensors.torch import save_file
 
         Path(self.folder).mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.tensors_path) as tmp:
+        old = self.tensors_path if self.meta_path.is_file() else None
+        slot = "b" if old is not None and old == self.slot_path("") else ""
+        path = self.slot_path(slot)
+        with atomic_path(path) as tmp:
             mode = tmp.stat().st_mode & 0o777  # as readable as the store's other files (safetensors makes its own)
             save_file(_unshared(tensors), str(tmp))
             os.chmod(tmp, mode)
-        write_json(self.meta_path, {"format": FORMAT, "key": self.key, "seed": self.seed,
-                                    "tensors_sha256": _sha256(self.tensors_path), **meta})
+        write_json(self.meta_path, {"format": FORMAT, "key": self.key, "seed": self.seed, "tensors": slot,
+                                    "tensors_sha256": _sha256(path), **meta})
+        if old is not None and old != path:
+            old.unlink(missing_ok=True)
 
     def load(self) -> tuple[dict[str, torch.Tensor], dict] | None:
         """(tensors, meta) of a state that checks out, or None (nothing saved, or a warning says why not)."""
@@ -92,11 +110,8 @@ class TrainingState:
 
     def clear(self) -> None:
         """Remove the state (the json first: a tensors file without it is never read)."""
-        for path in (self.meta_path, self.tensors_path):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        for path in (self.meta_path, *(self.slot_path(slot) for slot in SLOTS)):
+            path.unlink(missing_ok=True)
 
 
 def _problem(meta: dict, state: TrainingState) -> str | None:
