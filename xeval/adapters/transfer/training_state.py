@@ -100,7 +100,7 @@ class TrainingState:
         try:
             meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
             problem = _problem(meta, self)
-            tensors = None if problem else load_file(str(self.tensors_path))
+            tensors = None if problem else load_file(str(self.slot_path(meta.get("tensors", ""))))
         except (OSError, ValueError, RuntimeError) as err:  # unreadable json or tensors (safetensors: RuntimeError)
             problem, tensors = f"unreadable ({type(err).__name__}: {str(err)[:120]})", None
         if problem:
@@ -121,10 +121,13 @@ def _problem(meta: dict, state: TrainingState) -> str | None:
         return "written by another fine-tune (its training key or seed differs)"
     if meta.get("phase") not in {"training", "done"}:
         return f"expected phase training or done, found {meta.get('phase')!r}"
-    if not state.tensors_path.is_file():
-        return f"its tensors file {state.tensors_path.name} is missing"
-    if _sha256(state.tensors_path) != meta.get("tensors_sha256"):
-        return f"{state.tensors_path.name} does not match the SHA-256 the state names"
+    if meta.get("tensors", "") not in SLOTS:
+        return f"expected tensors in one of {SLOTS}, found {meta.get('tensors')!r}"
+    path = state.slot_path(meta.get("tensors", ""))  # the meta in hand names it: no second read of the json
+    if not path.is_file():
+        return f"its tensors file {path.name} is missing"
+    if _sha256(path) != meta.get("tensors_sha256"):
+        return f"{path.name} does not match the SHA-256 the state names"
     return None
 
 
