@@ -17,20 +17,22 @@ chosen on its selection split (FLORES dev; the held-out set has none: its best l
 used to choose anything. Transfer gaps (XNLI-mini), alignment AER and POS/NER transfer are not run here (their
 fine-tuning does not fit the budget of a shared CPU); ``--tasks`` adds probe tasks of the ``probes`` suite.
 
-With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) one more claim runs from
-pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer) vs MLM+TLM, both
-continued from DIR. Its reference is the init model itself (evaluated once as ``init``), not random weights; it is
-no floor -- continued pre-training with a fresh MLM head can lower it -- so that claim is read where its baseline clears
-the char n-gram baseline, and the table shows how far each continued model moved from its init.
+With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) two more claims run from
+pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer; key ``init``) and
+MLM+TLM + VECO 2.0's sequence and token contrast (key ``veco2-init``), each against MLM+TLM, all continued from DIR
+(one baseline model serves both). Their reference is the init model itself (evaluated once as ``init``), not random
+weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so these claims are read where
+their baseline clears the char n-gram baseline, and the table shows how far each continued model moved from its init.
 
-``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init with ``--init``). ``--curve N``
-also probes each model's exported steps at multiples of N (``--set train.export_every=M``, M dividing N:
-``steps/step-NNNNNNN``; step 0 = its initial weights) on Tatoeba and FLORES (the held-out pairs are left out: they
-would double the cost), and adds a table per claim of the scores over training: where a baseline crosses the floors.
+``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init and veco2-init with
+``--init``). ``--curve N`` also probes each model's exported steps at multiples of N (``--set
+train.export_every=M``, M dividing N: ``steps/step-NNNNNNN``; step 0 = its initial weights) on Tatoeba and FLORES
+(the held-out pairs are left out: they would double the cost), and adds a table per claim of the scores over
+training: where a baseline crosses the floors.
 
 ``--steps N`` trains a fixed number of steps (the same model on an idle or a busy machine) instead of ``--budget``
 seconds. Every score is shown beside both floors: the random-init control and the char n-gram TF-IDF baseline
-(string similarity, no network); a claim is only read where its baseline clears both (the init claim: see above).
+(string similarity, no network); a claim is only read where its baseline clears both (the init claims: see above).
 
 ``--jobs 2`` trains and probes two seeds side by side (one thread each: on a 2-core machine the pair takes about
 the time of one seed), each seed's commands logged to its own ``train-s<seed>.log`` / ``eval-s<seed>.log``.
@@ -67,7 +69,13 @@ CLAIMS = [
 INIT_CLAIM = ("InfoXLM from a pretrained init: XLCO at the middle layer adds alignment (vs MLM+TLM, both continued)",
               ("infoxlm-init", "infoxlm", ()),  # the preset's XLCO layer: 2/3 of the depth
               ("mlm+tlm-init", "infoxlm", ("objectives.xlco=null",)))
-CLAIM_KEYS = ("infoxlm", "trtd", "relpos", "veco2")  # --claims names CLAIMS by these, in order; "init" = INIT_CLAIM
+# VECO 2.0's contrasts continued from the same init, against the same continued MLM+TLM baseline (the veco2 preset
+# without seqcl / tokcl is that model: same objectives, data and settings). Its own xlco=null comes after the sweep's
+# --set: a sweep-wide objectives.xlco.* (for the claim above) would otherwise add XLCO to this model.
+VECO2_INIT_CLAIM = ("VECO 2.0 from a pretrained init: sequence + token contrast add alignment (vs MLM+TLM, both "
+                    "continued)", ("veco2-init", "veco2", ("objectives.xlco=null",)), INIT_CLAIM[2])
+CLAIM_KEYS = ("infoxlm", "trtd", "relpos", "veco2")  # --claims names CLAIMS by these, in order
+INIT_CLAIMS = {"init": INIT_CLAIM, "veco2-init": VECO2_INIT_CLAIM}  # --claims keys of the claims run with --init
 TASKS = ("tatoeba", "flores", "heldout")
 INIT = "init"  # the store name of the --init model, the floor of the init claim
 
@@ -220,7 +228,8 @@ def mean_std(values: list[float]) -> str:
 def selected_claims(args) -> list:
     keys = set(getattr(args, "claims", ",".join(CLAIM_KEYS)).split(","))
     chosen = [c for key, c in zip(CLAIM_KEYS, CLAIMS) if key in keys]
-    return chosen + ([INIT_CLAIM] if args.init and ("init" in keys or keys >= set(CLAIM_KEYS)) else [])
+    every = keys >= set(CLAIM_KEYS)  # the default (every from-scratch claim) adds every claim from the init
+    return chosen + [c for key, c in INIT_CLAIMS.items() if args.init and (key in keys or every)]
 
 
 def curve_rows(args, table: dict, variant, base, seeds: list[int]) -> list[str]:
@@ -261,11 +270,11 @@ def write_report(args, table: dict, command: str) -> Path:
              f"{seeds}, probes on the first {args.max_eval} sentences per language, every layer; score = top-1 "
              "accuracy en→xx (%) at the layer chosen on the selection split (FLORES dev for Tatoeba and FLORES; "
              "the held-out set has no dev split: its best layer, marked). `control` = the random-init model of "
-             "the same shape (mean over the runs; for the claim from a pretrained init: the init model itself, a "
+             "the same shape (mean over the runs; for the claims from a pretrained init: the init model itself, a "
              "reference rather than a floor, since continued pre-training may lower it); `char n-gram` = TF-IDF over "
              "character 1-4-grams (no network, no pairs; on the same sentences). A claim is read only where its "
-             "baseline clears the floors (`floors cleared`: the control and the char n-gram; for the init claim the "
-             "char n-gram). Δ = variant − baseline (mean over seeds); sign ✓ when Δ > 0 (the paper's direction), ✗ "
+             "baseline clears the floors (`floors cleared`: the control and the char n-gram; for the init claims "
+             "the char n-gram). Δ = variant − baseline (mean over seeds); sign ✓ when Δ > 0 (the paper's direction), ✗ "
              "when Δ ≤ 0; with one seed no spread is known. "
              + ("Every model trains the same fixed number of steps." if args.steps else
                 "A time budget buys fewer steps on a busier machine: each claim lists the steps its models reached."),
@@ -330,7 +339,8 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], help="extra pretrain --set for every model")
     parser.add_argument("--report", default=str(REPO / "reports" / "seed_claims.md"))
     parser.add_argument("--claims", default=",".join(CLAIM_KEYS),
-                        help=f"the claims to run, of {', '.join(CLAIM_KEYS)} (and init, with --init)")
+                        help=f"the claims to run, of {', '.join(CLAIM_KEYS)} (and {', '.join(INIT_CLAIMS)}, "
+                             "with --init)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="seeds trained and probed side by side (one thread each; e.g. 2 on a 2-core machine)")
     parser.add_argument("--curve", type=int, default=None, metavar="N",
@@ -339,15 +349,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs: expected an integer >= 1, found {args.jobs}")
-    unknown = set(args.claims.split(",")) - set(CLAIM_KEYS) - {"init"}
+    unknown = set(args.claims.split(",")) - set(CLAIM_KEYS) - set(INIT_CLAIMS)
     if unknown:
-        parser.error(f"--claims: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(CLAIM_KEYS)}")
+        parser.error(f"--claims: unknown {', '.join(sorted(unknown))}; expected some of "
+                     f"{', '.join(CLAIM_KEYS + tuple(INIT_CLAIMS))}")
+    if not args.init and set(args.claims.split(",")) & set(INIT_CLAIMS):
+        parser.error(f"--claims {args.claims}: {', '.join(INIT_CLAIMS)} continue a pretrained model: give --init DIR")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",")]
     claims = selected_claims(args)
     variants = list(dict.fromkeys(v for _, *pair in claims for v in pair))
-    if INIT_CLAIM in claims:  # the init claim's floor: the init model itself
+    if any(c in claims for c in INIT_CLAIMS.values()):  # the init claims' reference: the init model itself
         evaluate(Path(args.init), args, controls="charngram", name=INIT)
 
     def one_seed(seed: int) -> None:

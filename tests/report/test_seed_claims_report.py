@@ -104,12 +104,14 @@ def test_curve_table_reads_the_exported_steps_and_marks_where_the_baseline_clear
     assert "| tatoeba | 300 | 78.0 (1 seed) | — | 10.0 | — |" in text
 
 
-def test_unknown_claim_is_a_usage_error(tmp_path, capsys):
+@pytest.mark.parametrize("claims, message", [("infoxlm,xlco", "--claims: unknown xlco"),
+                                             ("veco2-init", "continue a pretrained model: give --init DIR")])
+def test_unknown_claim_or_an_init_claim_without_init_is_a_usage_error(tmp_path, capsys, claims, message):
     sc = load_bench("seed_claims")
     with pytest.raises(SystemExit) as exit_:
-        sc.main(["--out", str(tmp_path), "--claims", "infoxlm,xlco"])
+        sc.main(["--out", str(tmp_path), "--claims", claims])
     assert exit_.value.code == 2
-    assert "--claims: unknown xlco" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_a_model_pins_the_tokenizer_of_the_first_trained_model_that_trained_the_same_one(tmp_path, monkeypatch):
@@ -177,3 +179,45 @@ def test_jobs_run_seeds_side_by_side_each_logged_apart(tmp_path, monkeypatch):
     assert len(threads) == 2 and sorted(set(logs)) == ["train-s0.log", "train-s1.log"]
     # the init claim's variants of one seed run in order (the second pins the first's tokenizer at tiny)
     assert [v for v, s in done if s == 0] == ["infoxlm-init", "mlm+tlm-init"]
+
+
+def test_veco2_from_the_init_shares_the_continued_baseline_and_never_gets_the_sweeps_xlco(tmp_path, monkeypatch):
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    args = argparse.Namespace(size="tiny", steps=300, budget=300.0, init="e5/", data=None, out=str(tmp_path),
+                              set=["objectives.xlco.queue_size=128", "objectives.xlco.pooling=mean"])
+    sc.train(sc.VECO2_INIT_CLAIM[1], 0, args)
+    from xeval.engine.config import load_config
+
+    sets = [calls[0][i + 1] for i, c in enumerate(calls[0]) if c == "--set"]
+    assert "--init" in calls[0] and "--config" in calls[0] and calls[0][calls[0].index("--config") + 1] == "veco2"
+    objectives = load_config("veco2", "tiny", sets).objectives
+    assert sorted(objectives) == ["mlm", "seqcl", "tlm", "tokcl"]  # the sweep's XLCO settings did not add XLCO
+    # one baseline for both init claims: the continued MLM+TLM; the veco2 preset without its contrasts is that model
+    assert sc.VECO2_INIT_CLAIM[2] is sc.INIT_CLAIM[2]
+    base = load_config("infoxlm", "tiny", [*args.set, "objectives.xlco=null"])
+    ablated = load_config("veco2", "tiny", [*args.set, "objectives.xlco=null", "objectives.seqcl=null",
+                                            "objectives.tokcl=null"])
+    import dataclasses
+
+    assert all(getattr(base, f.name) == getattr(ablated, f.name) for f in dataclasses.fields(base) if f.name != "name")
+    # the default claims with --init run both init claims; without --init neither; by key, one
+    every = argparse.Namespace(claims=",".join(sc.CLAIM_KEYS), init="e5/")
+    assert sc.selected_claims(every)[-2:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM]
+    assert sc.selected_claims(argparse.Namespace(claims=every.claims, init=None)) == sc.CLAIMS
+    assert sc.selected_claims(argparse.Namespace(claims="veco2-init", init="e5/")) == [sc.VECO2_INIT_CLAIM]
+
+
+def test_the_veco2_init_claim_reads_against_the_init_model(tmp_path):
+    sc = load_bench("seed_claims")
+    table = {("charngram", "tatoeba"): (10.0, None, "no layers", None), (sc.INIT, "tatoeba"): (60.0, 8, "dev", 8)}
+    for s in (0, 1):
+        table[(f"veco2-init-s{s}", "tatoeba")] = (58.0 + 2 * s, 12, "dev", 12)  # 58, 60: 59.0 ± 1.4
+        table[(f"mlm+tlm-init-s{s}", "tatoeba")] = (40.0 + 4 * s, 6, "dev", 6)  # 40, 44: 42.0 ± 2.8
+    args = argparse.Namespace(seeds="0,1", steps=300, budget=300.0, size="tiny", max_eval=300, init="e5/",
+                              out=str(tmp_path), report=str(tmp_path / "claims.md"), claims="veco2-init")
+    text = sc.write_report(args, table, "cmd").read_text(encoding="utf-8")
+    assert "## InfoXLM" not in text
+    veco2 = text.split("## VECO 2.0 from a pretrained init")[1]
+    assert "| tatoeba | 59.0 ± 1.4 | 42.0 ± 2.8 | 60.0 (the init model) | 10.0 | yes | +17.0 | ✓ | 12 / 6 |" in veco2
