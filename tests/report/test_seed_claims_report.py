@@ -204,9 +204,30 @@ def test_veco2_from_the_init_shares_the_continued_baseline_and_never_gets_the_sw
     assert all(getattr(base, f.name) == getattr(ablated, f.name) for f in dataclasses.fields(base) if f.name != "name")
     # the default claims with --init run both init claims; without --init neither; by key, one
     every = argparse.Namespace(claims=",".join(sc.CLAIM_KEYS), init="e5/")
-    assert sc.selected_claims(every)[-2:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM]
+    assert sc.selected_claims(every)[-3:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM, sc.TRTD_INIT_CLAIM]
     assert sc.selected_claims(argparse.Namespace(claims=every.claims, init=None)) == sc.CLAIMS
     assert sc.selected_claims(argparse.Namespace(claims="veco2-init", init="e5/")) == [sc.VECO2_INIT_CLAIM]
+
+
+def test_xlm_e_from_the_init_has_no_relative_bias_and_differs_from_its_baseline_by_trtd_alone(tmp_path, monkeypatch):
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    args = argparse.Namespace(size="tiny", steps=300, budget=300.0, init="e5/", data=None, out=str(tmp_path),
+                              set=["objectives.xlco.queue_size=128"])
+    from xeval.engine.config import load_config
+
+    configs = []
+    for variant in sc.TRTD_INIT_CLAIM[1:]:
+        sc.train(variant, 0, args)
+        cmd = calls[-1]
+        assert "--init" in cmd
+        configs.append(load_config(variant[1], "tiny", [cmd[i + 1] for i, c in enumerate(cmd) if c == "--set"]))
+    xlm_e, no_trtd = configs
+    # the init model (BERT) has absolute positions only: a relative bias would be refused by --init
+    assert xlm_e.model["relative_attention"] == no_trtd.model["relative_attention"] == "none"
+    assert sorted(xlm_e.objectives) == ["mrtd", "trtd"] and sorted(no_trtd.objectives) == ["mrtd"]
+    assert xlm_e.objectives["mrtd"] == no_trtd.objectives["mrtd"] and xlm_e.data == no_trtd.data
 
 
 def test_the_veco2_init_claim_reads_against_the_init_model(tmp_path):
