@@ -17,13 +17,14 @@ chosen on its selection split (FLORES dev; the held-out set has none: its best l
 used to choose anything. Transfer gaps (XNLI-mini), alignment AER and POS/NER transfer are not run here (their
 fine-tuning does not fit the budget of a shared CPU); ``--tasks`` adds probe tasks of the ``probes`` suite.
 
-With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) two more claims run from
+With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) three more claims run from
 pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer; key ``init``) and
 MLM+TLM + VECO 2.0's sequence and token contrast (key ``veco2-init``), each against MLM+TLM, all continued from DIR
 (one baseline model serves both), and XLM-E's MRTD+TRTD against MRTD (key ``trtd-init``; without the relative
-position bias, which the init model does not have). Their reference is the init model itself (evaluated once as ``init``), not random
-weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so these claims are read where
-their baseline clears the char n-gram baseline, and the table shows how far each continued model moved from its init.
+position bias, which the init model does not have). Their reference is the init model itself (evaluated once as
+``init``), not random weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so
+these claims are read where their baseline clears the char n-gram baseline, and the table shows how far each
+continued model moved from its init.
 
 ``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init, veco2-init and trtd-init
 with ``--init``). ``--curve N`` also probes each model's exported steps at multiples of N (``--set
