@@ -202,7 +202,7 @@ def test_veco2_from_the_init_shares_the_continued_baseline_and_never_gets_the_sw
     import dataclasses
 
     assert all(getattr(base, f.name) == getattr(ablated, f.name) for f in dataclasses.fields(base) if f.name != "name")
-    # the default claims with --init run both init claims; without --init neither; by key, one
+    # the default claims with --init run every init claim; without --init none; by key, the one named
     every = argparse.Namespace(claims=",".join(sc.CLAIM_KEYS), init="e5/")
     assert sc.selected_claims(every)[-3:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM, sc.TRTD_INIT_CLAIM]
     assert sc.selected_claims(argparse.Namespace(claims=every.claims, init=None)) == sc.CLAIMS
