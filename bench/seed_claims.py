@@ -78,10 +78,10 @@ VECO2_INIT_CLAIM = ("VECO 2.0 from a pretrained init: sequence + token contrast 
                     "continued)", ("veco2-init", "veco2", ("objectives.xlco=null",)), INIT_CLAIM[2])
 # XLM-E's TRTD continued from the init: the init model has no relative position bias, so neither model gets one
 # (the gated-bias claim cannot run from it); the generator and the discriminator's head start from train.seed.
-_NO_RELPOS = ("model.relative_attention=none", "objectives.xlco=null")
+_XLM_E_FROM_INIT = ("model.relative_attention=none", "objectives.xlco=null")  # no bias; no sweep-wide XLCO (above)
 TRTD_INIT_CLAIM = ("XLM-E from a pretrained init: TRTD adds alignment (MRTD+TRTD vs MRTD, both continued, no relative "
-                   "position bias)", ("xlm-e-init", "xlm-e", _NO_RELPOS),
-                   ("xlm-e-no-trtd-init", "xlm-e-no-trtd", _NO_RELPOS))
+                   "position bias)", ("xlm-e-init", "xlm-e", _XLM_E_FROM_INIT),
+                   ("xlm-e-no-trtd-init", "xlm-e-no-trtd", _XLM_E_FROM_INIT))
 CLAIM_KEYS = ("infoxlm", "trtd", "relpos", "veco2")  # --claims names CLAIMS by these, in order
 INIT_CLAIMS = {"init": INIT_CLAIM, "veco2-init": VECO2_INIT_CLAIM,
                "trtd-init": TRTD_INIT_CLAIM}  # --claims keys of the claims run with --init

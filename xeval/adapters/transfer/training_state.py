@@ -14,11 +14,12 @@ unit of the fine-tune is stored, so a stop during the evaluation of 40 languages
 A rerun of the same command finds the state by the training key (``shared_training.training_key``: encoder, seed,
 family options, whole recipe, every training feature and the selection set -- what decides the weights), so a state
 is only ever continued by the fine-tune that wrote it. Files: ``<out>/<model>/<task>/training/s<seed>-<key>.json``
-and ``.safetensors`` (tensors only: nothing is unpickled), each written to a temporary file and renamed; the tensors
-go to the other of two files (``.safetensors`` / ``.b.safetensors``) and the json, written last, names that one and its
-SHA-256, so a stop in the middle of a save leaves the previous state whole. A state that does not check out (unreadable, another key or
-format, a hash that does not match, tensors missing) is not used: a warning names the file and why, and training
-starts from step 0 -- it is xeval's own cache, and a wrong one must not decide a number.
+and ``.safetensors`` (tensors only: nothing is unpickled), each written to a temporary file and renamed; the
+tensors go to the other of two files (``.safetensors`` / ``.b.safetensors``) and the json, written last, names that
+one and its SHA-256, so a stop in the middle of a save leaves the previous state whole. A state that does not check
+out (unreadable, another key or format, a hash that does not match, tensors missing) is not used: a warning names
+the file and why, and training starts from step 0 -- it is xeval's own cache, and a wrong one must not decide a
+number.
 
 Not kept: fine-tunes shorter than the interval (they never save), in-memory stores (``store=None``), and
 data-parallel fine-tunes (``--ddp-finetune``: every rank would have to agree on one state).
