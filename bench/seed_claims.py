@@ -17,17 +17,19 @@ chosen on its selection split (FLORES dev; the held-out set has none: its best l
 used to choose anything. Transfer gaps (XNLI-mini), alignment AER and POS/NER transfer are not run here (their
 fine-tuning does not fit the budget of a shared CPU); ``--tasks`` adds probe tasks of the ``probes`` suite.
 
-With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) three more claims run from
+With ``--init DIR`` (a BERT / XLM-R Hugging Face folder, e.g. multilingual-e5-small) four more claims run from
 pretrained weights, as InfoXLM starts from XLM-R's: MLM+TLM+XLCO (contrast at the middle layer; key ``init``) and
 MLM+TLM + VECO 2.0's sequence and token contrast (key ``veco2-init``), each against MLM+TLM, all continued from DIR
-(one baseline model serves both), and XLM-E's MRTD+TRTD against MRTD (key ``trtd-init``; without the relative
-position bias, which the init model does not have). Their reference is the init model itself (evaluated once as
+(one baseline model serves both), and XLM-E's two: MRTD+TRTD against MRTD (key ``trtd-init``) and the gated
+relative position bias against none (key ``relpos-init``), MRTD+TRTD with the bias serving both (the bias is added
+beside the init's absolute positions, its table starting at zero, so the model starts as the init model). Their
+reference is the init model itself (evaluated once as
 ``init``), not random weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so
 these claims are read where their baseline clears the char n-gram baseline, and the table shows how far each
 continued model moved from its init.
 
-``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init, veco2-init and trtd-init
-with ``--init``). ``--curve N`` also probes each model's exported steps at multiples of N (``--set
+``--claims infoxlm,trtd`` runs a subset (keys: infoxlm, trtd, relpos, veco2; init, veco2-init, trtd-init and
+relpos-init with ``--init``). ``--curve N`` also probes each model's exported steps at multiples of N (``--set
 train.export_every=M``, M dividing N: ``steps/step-NNNNNNN``; step 0 = its initial weights) on Tatoeba and FLORES
 (the held-out pairs are left out: they would double the cost), and adds a table per claim of the scores over
 training: where a baseline crosses the floors.
@@ -76,15 +78,18 @@ INIT_CLAIM = ("InfoXLM from a pretrained init: XLCO at the middle layer adds ali
 # --set: a sweep-wide objectives.xlco.* (for the claim above) would otherwise add XLCO to this model.
 VECO2_INIT_CLAIM = ("VECO 2.0 from a pretrained init: sequence + token contrast add alignment (vs MLM+TLM, both "
                     "continued)", ("veco2-init", "veco2", ("objectives.xlco=null",)), INIT_CLAIM[2])
-# XLM-E's TRTD continued from the init: the init model has no relative position bias, so neither model gets one
-# (the gated-bias claim cannot run from it); the generator and the discriminator's head start from train.seed.
-_XLM_E_FROM_INIT = ("model.relative_attention=none", "objectives.xlco=null")  # no bias; no sweep-wide XLCO (above)
-TRTD_INIT_CLAIM = ("XLM-E from a pretrained init: TRTD adds alignment (MRTD+TRTD vs MRTD, both continued, no relative "
-                   "position bias)", ("xlm-e-init", "xlm-e", _XLM_E_FROM_INIT),
-                   ("xlm-e-no-trtd-init", "xlm-e-no-trtd", _XLM_E_FROM_INIT))
+# XLM-E's two claims continued from the init, as from scratch: MRTD+TRTD with the gated relative position bias (added
+# beside the init's absolute positions, its table from zero: xeval/engine/hf_init.py) is the variant of both, one
+# model. The generator and the discriminator's head start from train.seed; no sweep-wide XLCO (above).
+XLM_E_INIT = ("xlm-e-init", "xlm-e", ("objectives.xlco=null",))
+TRTD_INIT_CLAIM = ("XLM-E from a pretrained init: TRTD adds alignment (MRTD+TRTD vs MRTD, both continued)", XLM_E_INIT,
+                   ("xlm-e-no-trtd-init", "xlm-e-no-trtd", ("objectives.xlco=null",)))
+RELPOS_INIT_CLAIM = ("XLM-E from a pretrained init: the gated relative position bias helps (added at zero beside the "
+                     "init's absolute positions, vs none; MRTD+TRTD, both continued)", XLM_E_INIT,
+                     ("xlm-e-no-relpos-init", "xlm-e", ("model.relative_attention=none", "objectives.xlco=null")))
 CLAIM_KEYS = ("infoxlm", "trtd", "relpos", "veco2")  # --claims names CLAIMS by these, in order
-INIT_CLAIMS = {"init": INIT_CLAIM, "veco2-init": VECO2_INIT_CLAIM,
-               "trtd-init": TRTD_INIT_CLAIM}  # --claims keys of the claims run with --init
+INIT_CLAIMS = {"init": INIT_CLAIM, "veco2-init": VECO2_INIT_CLAIM, "trtd-init": TRTD_INIT_CLAIM,
+               "relpos-init": RELPOS_INIT_CLAIM}  # --claims keys of the claims run with --init
 TASKS = ("tatoeba", "flores", "heldout")
 INIT = "init"  # the store name of the --init model, the floor of the init claim
 

@@ -204,12 +204,13 @@ def test_veco2_from_the_init_shares_the_continued_baseline_and_never_gets_the_sw
     assert all(getattr(base, f.name) == getattr(ablated, f.name) for f in dataclasses.fields(base) if f.name != "name")
     # the default claims with --init run every init claim; without --init none; by key, the one named
     every = argparse.Namespace(claims=",".join(sc.CLAIM_KEYS), init="e5/")
-    assert sc.selected_claims(every)[-3:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM, sc.TRTD_INIT_CLAIM]
+    assert sc.selected_claims(every)[-4:] == [sc.INIT_CLAIM, sc.VECO2_INIT_CLAIM, sc.TRTD_INIT_CLAIM,
+                                              sc.RELPOS_INIT_CLAIM]
     assert sc.selected_claims(argparse.Namespace(claims=every.claims, init=None)) == sc.CLAIMS
     assert sc.selected_claims(argparse.Namespace(claims="veco2-init", init="e5/")) == [sc.VECO2_INIT_CLAIM]
 
 
-def test_xlm_e_from_the_init_has_no_relative_bias_and_differs_from_its_baseline_by_trtd_alone(tmp_path, monkeypatch):
+def test_xlm_e_from_the_init_differs_from_each_baseline_by_trtd_or_by_the_relative_bias_alone(tmp_path, monkeypatch):
     sc = load_bench("seed_claims")
     calls = []
     monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
@@ -217,17 +218,21 @@ def test_xlm_e_from_the_init_has_no_relative_bias_and_differs_from_its_baseline_
                               set=["objectives.xlco.queue_size=128"])
     from xeval.engine.config import load_config
 
-    configs = []
-    for variant in sc.TRTD_INIT_CLAIM[1:]:
+    configs = {}
+    for variant in (*sc.TRTD_INIT_CLAIM[1:], sc.RELPOS_INIT_CLAIM[2]):
         sc.train(variant, 0, args)
         cmd = calls[-1]
         assert "--init" in cmd
-        configs.append(load_config(variant[1], "tiny", [cmd[i + 1] for i, c in enumerate(cmd) if c == "--set"]))
-    xlm_e, no_trtd = configs
-    # the init model (BERT) has absolute positions only: a relative bias would be refused by --init
-    assert xlm_e.model["relative_attention"] == no_trtd.model["relative_attention"] == "none"
+        configs[variant[0]] = load_config(variant[1], "tiny", [cmd[i + 1] for i, c in enumerate(cmd) if c == "--set"])
+    xlm_e, no_trtd, no_relpos = configs["xlm-e-init"], configs["xlm-e-no-trtd-init"], configs["xlm-e-no-relpos-init"]
+    assert sc.RELPOS_INIT_CLAIM[1] is sc.TRTD_INIT_CLAIM[1]  # one MRTD+TRTD model with the bias serves both claims
+    # as from scratch: the gated bias in the TRTD pair (--init adds it at zero beside the absolute positions)
+    assert xlm_e.model["relative_attention"] == no_trtd.model["relative_attention"] == "gated"
     assert sorted(xlm_e.objectives) == ["mrtd", "trtd"] and sorted(no_trtd.objectives) == ["mrtd"]
     assert xlm_e.objectives["mrtd"] == no_trtd.objectives["mrtd"] and xlm_e.data == no_trtd.data
+    # the bias pair: every section equal but the bias (no sweep-wide XLCO in either)
+    assert no_relpos.model == {**xlm_e.model, "relative_attention": "none"}
+    assert (no_relpos.objectives, no_relpos.data, no_relpos.train) == (xlm_e.objectives, xlm_e.data, xlm_e.train)
 
 
 def test_the_veco2_init_claim_reads_against_the_init_model(tmp_path):

@@ -8,8 +8,11 @@ engine model then takes the init model's shape, its exact weights and its tokeni
 - the shape (layers, width, heads, FFN width, activation, LayerNorm epsilon, positions, vocabulary rows) replaces
   the preset's ``model`` keys, each replaced value named in the run log (a size such as ``micro`` sets a shape of
   its own; the init model's wins). Options that would change the architecture itself (``pre_norm``, ``bias:
-  false``, a relative position bias, ``position_embedding: none``, XLM's language embeddings) are a ConfigError:
-  the model would no longer compute what the init model computes;
+  false``, ``position_embedding: none``, XLM's language embeddings) are a ConfigError: the model would no longer
+  compute what the init model computes. A relative position bias (XLM-E's gated one, or the plain one) is the
+  exception: it is added to the attention logits beside the absolute positions, as in XLM-E, and its bias table
+  starts at zero, so the model starts as the init model and the bias is learnt from there (the gates, which
+  multiply the bias, keep their seeded initialisation);
 - the weights map one to one, with two folds that leave every hidden state as it was: BERT and RoBERTa add the
   token-type-0 embedding to every token (callers pass no token types), a constant that is folded into the
   position table; RoBERTa / XLM-R number positions from ``padding_idx + 1`` (rows 0 .. padding_idx are never
@@ -50,8 +53,7 @@ KINDS = {"bert": "bert", "roberta": "roberta", "xlm-roberta": "roberta"}  # mode
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_new": "gelu_new",
                "gelu_pytorch_tanh": "gelu_new"}  # HF's name -> the engine's (same function)  # fmt: skip
 # model.<key> that must keep the init model's architecture: key -> the only value the init model has
-FIXED = {"pre_norm": False, "bias": True, "position_embedding": "absolute", "relative_attention": "none",
-         "language_embeddings": False}  # fmt: skip
+FIXED = {"pre_norm": False, "bias": True, "position_embedding": "absolute", "language_embeddings": False}
 SHAPE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
               "hidden_act", "layer_norm_eps", "max_position_embeddings")  # fmt: skip
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "sentencepiece.bpe.model")
@@ -359,8 +361,8 @@ def check_resumed_init(out: Path, provenance: dict) -> None:
 
 
 def load_init_weights(model, init: InitModel) -> list[str]:
-    """The init model's weights into ``model.encoder`` (exactly: a strict load) and, where the folder has them,
-    into the MLM head; returns the log lines."""
+    """The init model's weights into ``model.encoder`` (every tensor the encoder has, the relative position bias
+    excepted, which starts at zero) and, where the folder has them, into the MLM head; returns the log lines."""
     enc = model.encoder
     pos = init.tensor("embeddings.position_embeddings.weight")  # (rows, C)
     pos = pos[init.offset : init.offset + enc.config.max_position_embeddings]
@@ -378,7 +380,14 @@ def load_init_weights(model, init: InitModel) -> list[str]:
             for ours, theirs in LAYER_KEYS.items():
                 state[p + f"{ours}.{part}"] = init.tensor(q + f"{theirs}.{part}")
     with torch.no_grad():
-        enc.load_state_dict(state, strict=True)  # in place: modules sharing the embeddings (XLM-E's generator) follow
+        # in place: modules sharing the embeddings (XLM-E's generator) follow
+        result = enc.load_state_dict(state, strict=False)
+        added = {name for name in enc.state_dict() if name.startswith("relative.") or ".attn.gate_" in name}
+        if result.unexpected_keys or set(result.missing_keys) != added:  # only the bias may be new (a bug otherwise)
+            raise RuntimeError(f"init weights do not fit the engine model: missing {sorted(result.missing_keys)}, "
+                               f"unexpected {sorted(result.unexpected_keys)}")
+        if enc.relative is not None:  # zero bias: step 0 computes what the init model computes
+            enc.relative.table.weight.zero_()
         for obj in model.objectives.values():  # XLCO's momentum encoder starts as a copy of the encoder
             key_encoder = getattr(obj, "key_encoder", None)
             if key_encoder is not None:
@@ -386,6 +395,9 @@ def load_init_weights(model, init: InitModel) -> list[str]:
     lines = [f"init: {init.hf['model_type']} encoder from {init.path} ({len(state)} tensors; positions from row "
              f"{init.offset}" + (", token type 0 folded into them)" if "embeddings.token_type_embeddings.weight"
                                  in init.names else ")")]  # fmt: skip
+    if enc.relative is not None:
+        lines.append(f"init: {enc.config.relative_attention} relative position bias added, its table at zero (the "
+                     "init model's attention at step 0)")
     head = model.heads["mlm"] if "mlm" in model.heads else None
     if head is not None:
         names = MLM_HEADS[init.kind]
