@@ -195,7 +195,8 @@ def curve_name(model: Path, step: int) -> str:
 
 
 def scores(runs: Path) -> dict:
-    """{(model folder name or its control, task): (score at the chosen layer, chosen layer, rule, peak layer)}."""
+    """{(model folder name or its control, task): (score at the chosen layer, chosen layer, rule, peak layer, the
+    splits probed on fewer languages than the store's other models, or None)}."""
     from xeval.report.frame import shown_records
     from xeval.results.layers import choose_layers
     from xeval.results.store import Store
@@ -208,13 +209,31 @@ def scores(runs: Path) -> dict:
             ngram.setdefault(r.unit.task, []).append(r.metrics["accuracy"])
     for task, values in ngram.items():
         out[("charngram", task)] = (statistics.mean(values), None, "no layers", None)
+    # a model probed on fewer languages than another in the store (an interrupted probe run) is marked: its means
+    # are over other languages, and its layer was chosen on a part of the selection split
+    langs: dict = {}
+    for r in records:
+        if not r.unit.model.startswith("charngram@"):
+            langs.setdefault((r.unit.task, r.unit.split), {}).setdefault(r.unit.model, set()).add(r.unit.lang)
+    probed = {(model, task) for (task, _), by_model in langs.items() for model in by_model}
+    missing: dict = {}
+    for (task, split), by_model in langs.items():
+        most = max(len(v) for v in by_model.values())
+        for model in sorted(m for m, t in probed if t == task):
+            have = len(by_model.get(model, ()))  # none at all: a split the run never reached
+            if have < most:
+                missing.setdefault((model, task), []).append(f"{split} {have} of {most} languages")
     for (model, task), (choice, curve) in choose_layers(records).items():
         if curve is None:
             continue
         layer = choice.layer if choice.rule == "dev" else curve.universal_layer
         rule = "dev" if choice.rule == "dev" else "best (no dev)"
         name = model.split("@")[0]
-        out[(name, task)] = (curve.scores[layer], layer, rule, curve.universal_layer)
+        short = "; ".join(missing.get((model, task), [])) or None
+        if short:
+            print(f"seed_claims: {name} {task} was probed on fewer languages than the store's other models "
+                  f"({short}): marked ‡; rerun its probe (stored units are reused) to complete it", file=sys.stderr)
+        out[(name, task)] = (curve.scores[layer], layer, rule, curve.universal_layer, short)
     return out
 
 
@@ -230,6 +249,17 @@ def steps_reached(out: Path, label: str, seeds: list[int]) -> str:
             steps = [json.loads(line).get("step") for line in path.read_text(encoding="utf-8").splitlines() if line]
             counts.append(str(next((x for x in reversed(steps) if x is not None), "?")))
     return ", ".join(counts) or "—"
+
+
+def shown(entries: list[tuple]) -> str:
+    """``mean_std`` of the entries' scores (``scores`` tuples), marked † where any was read at its best layer
+    rather than at the layer its selection split chose: the held-out set (no dev split), or a probe run whose
+    selection records are missing (interrupted, or made before they were probed: ``xeval run`` on the same store
+    completes it). A best-layer score is optimistic, so it never stands unmarked beside a chosen one. ‡: probed on
+    fewer languages than the store's other models (``scores``)."""
+    text = mean_std([e[0] for e in entries])
+    text += " †" if any(e[2] != "dev" for e in entries) else ""
+    return text + " ‡" if any(len(e) > 4 and e[4] for e in entries) else text
 
 
 def mean_std(values: list[float]) -> str:
@@ -263,13 +293,13 @@ def curve_rows(args, table: dict, variant, base, seeds: list[int]) -> list[str]:
         for step in steps + [final]:
             def at(label, step=step, task=task):
                 if step == 0 and label.endswith("-init"):  # a continued run's step 0 is the init model's weights
-                    return [table[(INIT, task)][0]] if (INIT, task) in table else []
+                    return [table[(INIT, task)]] if (INIT, task) in table else []
                 names = [f"{label}-s{s}" if step == final else f"{label}-s{s}-step{step}" for s in seeds]
-                return [table[(n, task)][0] for n in names if (n, task) in table]
+                return [table[(n, task)] for n in names if (n, task) in table]
 
             v, b = at(variant[0]), at(base[0])
-            above = "—" if not b or ngram is None else ("yes" if statistics.mean(b) > ngram else "no")
-            rows.append(f"| {task} | {step} | {mean_std(v)} | {mean_std(b)} | "
+            above = "—" if not b or ngram is None else ("yes" if statistics.mean(e[0] for e in b) > ngram else "no")
+            rows.append(f"| {task} | {step} | {shown(v)} | {shown(b)} | "
                         f"{'—' if ngram is None else f'{ngram:.1f}'} | {above} |")
     return rows + [""]
 
@@ -282,8 +312,11 @@ def write_report(args, table: dict, command: str) -> Path:
              f"Regenerate: `{command}`", "",
              f"Size `{args.size}`, {training}, one thread, seeds "
              f"{seeds}, probes on the first {args.max_eval} sentences per language, every layer; score = top-1 "
-             "accuracy en→xx (%) at the layer chosen on the selection split (FLORES dev for Tatoeba and FLORES; "
-             "the held-out set has no dev split: its best layer, marked). `control` = the random-init model of "
+             "accuracy en→xx (%) at the layer chosen on the selection split (FLORES dev for Tatoeba and FLORES). "
+             "† = read at its best layer instead, which is optimistic: the held-out set (no dev split), or a probe "
+             "run whose selection records are missing (`xeval run` on the same store completes it); ‡ = probed on "
+             "fewer languages than the other models (an interrupted probe run: a mean over other languages). "
+             "`control` = the random-init model of "
              "the same shape (mean over the runs; for the claims from a pretrained init: the init model itself, a "
              "reference rather than a floor, since continued pre-training may lower it); `char n-gram` = TF-IDF over "
              "character 1-4-grams (no network, no pairs; on the same sentences). A claim is read only where its "
@@ -301,15 +334,17 @@ def write_report(args, table: dict, command: str) -> Path:
                   "peak layer (variant / baseline) |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for task in TASKS:
-            def vals(label, suffix="", task=task):
-                return [table[(f"{label}-s{s}{suffix}", task)][0] for s in seeds
+            def entries(label, suffix="", task=task):
+                return [table[(f"{label}-s{s}{suffix}", task)] for s in seeds
                         if (f"{label}-s{s}{suffix}", task) in table]
 
-            v, b = vals(variant[0]), vals(base[0])
+            ve, be = entries(variant[0]), entries(base[0])
+            v, b = [e[0] for e in ve], [e[0] for e in be]
             if variant[0].endswith("-init"):
-                c = [table[(INIT, task)][0]] if (INIT, task) in table else []
+                ce = [table[(INIT, task)]] if (INIT, task) in table else []
             else:
-                c = vals(variant[0], "-random-init") + vals(base[0], "-random-init")
+                ce = entries(variant[0], "-random-init") + entries(base[0], "-random-init")
+            c = [e[0] for e in ce]
             ngram = table.get(("charngram", task), (None,))[0]
             init_claim = variant[0].endswith("-init")  # the init model is a reference there, not a floor
             floors = [x for x in (statistics.mean(c) if c and not init_claim else None, ngram) if x is not None]
@@ -321,8 +356,9 @@ def write_report(args, table: dict, command: str) -> Path:
             spread = sum(statistics.stdev(x) for x in (v, b) if len(x) > 1)
             if delta is not None and len(v) > 1 and len(b) > 1 and abs(delta) <= spread:
                 sign += " (within the seeds' spread)"
-            floor = f"{c[0]:.1f} (the init model)" if variant[0].endswith("-init") and c else mean_std(c)
-            lines.append(f"| {task} | {mean_std(v)} | {mean_std(b)} | {floor} | "
+            floor = (f"{shown(ce).replace(' (1 seed)', '')} (the init model)"
+                     if variant[0].endswith("-init") and c else shown(ce))
+            lines.append(f"| {task} | {shown(ve)} | {shown(be)} | {floor} | "
                          f"{'—' if ngram is None else f'{ngram:.1f}'} | {cleared} | "
                          f"{'—' if delta is None else f'{delta:+.1f}'} | {sign} | {peaks[0]} / {peaks[1]} |")
         lines.append("")

@@ -247,3 +247,47 @@ def test_the_veco2_init_claim_reads_against_the_init_model(tmp_path):
     assert "## InfoXLM" not in text
     veco2 = text.split("## VECO 2.0 from a pretrained init")[1]
     assert "| tatoeba | 59.0 ± 1.4 | 42.0 ± 2.8 | 60.0 (the init model) | 10.0 | yes | +17.0 | ✓ | 12 / 6 |" in veco2
+
+
+def test_a_score_read_at_its_best_layer_is_marked_wherever_it_is_shown(tmp_path):
+    """The held-out set has no dev split, and a probe run without its selection records (interrupted, or older than
+    them) falls back to the best layer of the reported split: such cells carry †, in the claim table and over
+    training, so an optimistic number never stands unmarked beside a chosen one."""
+    sc = load_bench("seed_claims")
+    for label in ("veco2-init-s0", "mlm+tlm-init-s0"):
+        for step in (0, 200, 300):
+            (tmp_path / label / "steps" / f"step-{step:07d}").mkdir(parents=True)
+    table = {("charngram", "flores"): (48.0, None, "no layers", None), (sc.INIT, "flores"): (99.5, 12, "dev", 12),
+             ("veco2-init-s0", "flores"): (99.0, 12, "dev", 12), ("mlm+tlm-init-s0", "flores"): (64.7, 6, "dev", 6),
+             ("veco2-init-s0", "heldout"): (94.4, 12, "best (no dev)", 12),
+             ("mlm+tlm-init-s0", "heldout"): (70.6, 6, "best (no dev)", 6),
+             ("veco2-init-s0-step200", "flores"): (99.6, 12, "dev", 12),
+             ("mlm+tlm-init-s0-step200", "flores"): (69.8, 7, "best (no dev)", 7)}  # its FLORES dev not probed
+    args = argparse.Namespace(seeds="0", steps=300, budget=300.0, size="tiny", max_eval=300, init="e5/",
+                              out=str(tmp_path), report=str(tmp_path / "claims.md"), claims="veco2-init", curve=200)
+    text = sc.write_report(args, table, "cmd").read_text(encoding="utf-8")
+    assert "| flores | 99.0 (1 seed) | 64.7 (1 seed) | 99.5 (the init model) | 48.0 | yes | +34.3 | ✓ | 12 / 6 |" in text
+    assert "| heldout | 94.4 (1 seed) † | 70.6 (1 seed) † | — | — | — | +23.8 | ✓ | 12 / 6 |" in text
+    assert "| flores | 200 | 99.6 (1 seed) | 69.8 (1 seed) † | 48.0 | yes |" in text
+    assert "| flores | 300 | 99.0 (1 seed) | 64.7 (1 seed) | 48.0 | yes |" in text
+    assert "† = read at its best layer instead" in text
+
+
+def test_a_model_probed_on_fewer_languages_than_the_others_is_marked(tmp_path, capsys):
+    """An interrupted probe run leaves a model with fewer languages than the store's others: its mean is over other
+    languages, so the table marks it ‡ and the sweep says which split lacks what."""
+    from tests.helpers.report_records import probe_records, write_run
+
+    sc = load_bench("seed_claims")
+    whole = probe_records("full-s0@aaaaaaaaaaaa", best_layer=2, dev_best=1)
+    cut = [r for r in probe_records("cut-s0@bbbbbbbbbbbb", best_layer=2, dev_best=1)
+           if not (r.unit.split == "test" and r.unit.lang == "zh")]
+    table = sc.scores(write_run(tmp_path / "runs", whole + cut))
+    assert table[("full-s0", "tatoeba")][4] is None
+    assert table[("full-s0", "tatoeba")][:3] == (42.0, 1, "dev")  # (52 + 32) / 2 at dev's layer 1, not test's peak
+    assert table[("cut-s0", "tatoeba")][4] == "test 1 of 2 languages"
+    assert "cut-s0 tatoeba was probed on fewer languages" in capsys.readouterr().err
+    assert sc.shown([table[("cut-s0", "tatoeba")]]) == "52.0 (1 seed) ‡"  # de alone: 10 points above the whole
+    nodev = [r for r in probe_records("nodev-s0@cccccccccccc", best_layer=2, dev_best=1) if r.unit.split != "dev"]
+    table = sc.scores(write_run(tmp_path / "runs", nodev))  # its selection split never probed: none of 2
+    assert table[("nodev-s0", "tatoeba")][2:] == ("best (no dev)", 2, "dev 0 of 2 languages")
