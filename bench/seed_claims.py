@@ -24,7 +24,8 @@ MLM+TLM + VECO 2.0's sequence and token contrast (key ``veco2-init``), each agai
 relative position bias against none (key ``relpos-init``), MRTD+TRTD with the bias serving both (the bias is added
 beside the init's absolute positions, its table starting at zero, so the model starts as the init model). Their
 reference is the init model itself (evaluated once as
-``init``), not random weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so
+``init``; its held-out score from the first continued run's step 0, which is the init model to the bit and carries
+the run's data settings), not random weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so
 these claims are read where their baseline clears the char n-gram baseline, and the table shows how far each
 continued model moved from its init.
 
@@ -54,6 +55,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -167,7 +169,8 @@ def evaluate(model: Path, args, controls: str = "random-init,charngram", name: s
              tasks: tuple[str, ...] = TASKS, seed: int | None = None) -> None:
     """Retrieval probes at every layer beside the floors (``controls``; the char n-gram baseline is computed once
     per store, whatever the model). Models trained from ``--init`` have the init model as their floor instead."""
-    tasks = [t for t in tasks if not (name == INIT and t == "heldout")]  # the init model has no held-out pairs
+    if name == INIT and args.init and Path(model) == Path(args.init):  # the init folder itself has no held-out pairs (see main)
+        tasks = [t for t in tasks if t != "heldout"]
     cmd = [sys.executable, "-m", "xeval", "run", "--model", str(model), "--suite", "engine", "--tasks",
            ",".join(tasks), "--layers", "all", "--threads", "1", "--device", "cpu",
            "--out", str(Path(args.out) / "runs"), "--max-eval", str(args.max_eval)]
@@ -413,10 +416,17 @@ def main(argv=None) -> int:
     if any(c in claims for c in INIT_CLAIMS.values()):  # the init claims' reference: the init model itself
         evaluate(Path(args.init), args, controls="charngram", name=INIT)
 
+    init_heldout = threading.Lock()  # held while the init model's held-out score is computed: once a sweep
+
     def one_seed(seed: int) -> None:
         for i, variant in enumerate(variants):
             init_run = variant[0].endswith("-init")
             model = train(variant, seed, args, earlier=variants[:i])
+            step0 = model / "steps" / "step-0000000"
+            if init_run and step0.is_dir() and init_heldout.acquire(blocking=False):
+                # The init folder has no held-out pairs, but a continued run's step 0 is the init model (to the bit,
+                # tested) and carries the run's data settings: its held-out score is the init model's.
+                evaluate(step0, args, controls="", name=INIT, tasks=("heldout",), seed=seed)
             evaluate(model, args, controls="" if init_run else "random-init,charngram", seed=seed)
             for step, export in series(model, args.curve) if args.curve else []:
                 if init_run and step == 0:

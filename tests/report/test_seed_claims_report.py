@@ -291,3 +291,26 @@ def test_a_model_probed_on_fewer_languages_than_the_others_is_marked(tmp_path, c
     nodev = [r for r in probe_records("nodev-s0@cccccccccccc", best_layer=2, dev_best=1) if r.unit.split != "dev"]
     table = sc.scores(write_run(tmp_path / "runs", nodev))  # its selection split never probed: none of 2
     assert table[("nodev-s0", "tatoeba")][2:] == ("best (no dev)", 2, "dev 0 of 2 languages")
+
+
+def test_the_init_models_held_out_score_comes_once_from_a_continued_runs_step_0(tmp_path, monkeypatch):
+    """The init folder has no held-out pairs (the engine's corpora define them); a continued run's step 0 is the init
+    model with the run's data settings, so the sweep probes it once, under the init model's name."""
+    sc = load_bench("seed_claims")
+    runs = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: runs.append(cmd))
+
+    def train(variant, seed, args, earlier=()):
+        folder = tmp_path / f"{variant[0]}-s{seed}"
+        (folder / "steps" / "step-0000000").mkdir(parents=True, exist_ok=True)
+        return folder
+
+    monkeypatch.setattr(sc, "train", train)
+    monkeypatch.setattr(sc, "scores", lambda runs: {})
+    monkeypatch.setattr(sc, "write_report", lambda args, table, command: tmp_path / "claims.md")
+    assert sc.main(["--size", "tiny", "--steps", "3", "--seeds", "0,1", "--claims", "init,veco2-init", "--init", "e5/",
+                    "--out", str(tmp_path)]) == 0
+    named = [(cmd[cmd.index("--model") + 1], cmd[cmd.index("--tasks") + 1]) for cmd in runs if "--name" in cmd
+             and cmd[cmd.index("--name") + 1] == sc.INIT]
+    step0 = str(tmp_path / "infoxlm-init-s0" / "steps" / "step-0000000")  # the first continued run of the sweep
+    assert named == [("e5", "tatoeba,flores"), (step0, "heldout")]
