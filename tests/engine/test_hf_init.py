@@ -147,24 +147,25 @@ def test_zero_step_from_tiny_xlmr_and_a_sentence_transformers_folder(tmp_path, f
     assert len(json.loads((out / "xeval_pretrain.json").read_text())["init"]["weights"]) > 1
 
 
-def test_xlm_e_from_an_init_adds_its_gated_relative_bias_at_zero_and_learns_it(tmp_path, fake_root, tokenizer_dir):
-    """XLM-E's gated relative position bias on top of a BERT init: step 0 is the init model (the bias table starts at
-    zero, so the gates multiply nothing), and training moves the table away from zero."""
+@pytest.mark.parametrize("bias", ["gated", "plain"])
+def test_a_relative_bias_from_an_init_starts_at_zero_and_is_learnt(tmp_path, fake_root, tokenizer_dir, bias):
+    """XLM-E's gated relative position bias (or the plain one) on top of a BERT init: step 0 is the init model (the
+    bias table starts at zero, and the gates only multiply it), and training moves the table away from zero."""
     from safetensors.torch import load_file
 
     from xeval.engine.train import pretrain
 
     init = make_bert(tmp_path / "bert", tokenizer_dir)
     cfg = micro_config(fake_root, {"mrtd": {"mask_prob": 0.15}}, steps=3, lr=1e-3, seed=5, export_every=3)
-    cfg = cfg.updated({"model": {"init": str(init), "relative_attention": "gated"}})
+    cfg = cfg.updated({"model": {"init": str(init), "relative_attention": bias}})
     out = tmp_path / "run"
     pretrain(cfg, out, echo=lambda *a: None)
     step0 = out / "steps" / "step-0000000"
     assert_same_hidden(init, step0)
-    assert "gated relative position bias added, its table at zero" in (out / "train.log").read_text()
+    assert f"{bias} relative position bias added, its table at zero" in (out / "train.log").read_text()
     before, after = (load_file(str(folder / "model.safetensors")) for folder in (step0, out))
     assert not before["relative.table.weight"].any() and after["relative.table.weight"].abs().max() > 0
-    assert json.loads((out / "config.json").read_text())["relative_attention"] == "gated"
+    assert json.loads((out / "config.json").read_text())["relative_attention"] == bias
 
 
 def test_a_sentence_objective_pooling_otherwise_than_the_init_model_is_named_in_the_log(tmp_path, fake_root,

@@ -289,13 +289,15 @@ def test_a_model_probed_on_fewer_languages_than_the_others_is_marked(tmp_path, c
     assert "cut-s0 tatoeba was probed on fewer languages" in capsys.readouterr().err
     assert sc.shown([table[("cut-s0", "tatoeba")]]) == "52.0 (1 seed) ‡"  # de alone: 10 points above the whole
     nodev = [r for r in probe_records("nodev-s0@cccccccccccc", best_layer=2, dev_best=1) if r.unit.split != "dev"]
-    table = sc.scores(write_run(tmp_path / "runs", nodev))  # its selection split never probed: none of 2
-    assert table[("nodev-s0", "tatoeba")][2:] == ("best (no dev)", 2, "dev 0 of 2 languages")
+    table = sc.scores(write_run(tmp_path / "runs", nodev))  # its selection split never probed: † alone says so
+    assert table[("nodev-s0", "tatoeba")][2:] == ("best (no dev)", 2, None)
+    assert sc.shown([table[("nodev-s0", "tatoeba")]]) == "52.0 (1 seed) †"  # (62 + 42) / 2 at the test peak
 
 
-def test_the_init_models_held_out_score_comes_once_from_a_continued_runs_step_0(tmp_path, monkeypatch):
-    """The init folder has no held-out pairs (the engine's corpora define them); a continued run's step 0 is the init
-    model with the run's data settings, so the sweep probes it once, under the init model's name."""
+def test_the_init_models_held_out_score_comes_from_each_seeds_first_continued_run_at_step_0(tmp_path, monkeypatch):
+    """The init folder has no held-out pairs (the engine's corpora define them, sampled by train.seed); a continued
+    run's step 0 is the init model with the run's data settings, so the sweep probes it once a seed, as
+    ``init-s<seed>``, and the claim table shows the mean over the seeds beside the models of those seeds."""
     sc = load_bench("seed_claims")
     runs = []
     monkeypatch.setattr(sc, "sh", lambda cmd, log: runs.append(cmd))
@@ -310,7 +312,15 @@ def test_the_init_models_held_out_score_comes_once_from_a_continued_runs_step_0(
     monkeypatch.setattr(sc, "write_report", lambda args, table, command: tmp_path / "claims.md")
     assert sc.main(["--size", "tiny", "--steps", "3", "--seeds", "0,1", "--claims", "init,veco2-init", "--init", "e5/",
                     "--out", str(tmp_path)]) == 0
-    named = [(cmd[cmd.index("--model") + 1], cmd[cmd.index("--tasks") + 1]) for cmd in runs if "--name" in cmd
-             and cmd[cmd.index("--name") + 1] == sc.INIT]
-    step0 = str(tmp_path / "infoxlm-init-s0" / "steps" / "step-0000000")  # the first continued run of the sweep
-    assert named == [("e5", "tatoeba,flores"), (step0, "heldout")]
+    named = [(cmd[cmd.index("--name") + 1], cmd[cmd.index("--model") + 1], cmd[cmd.index("--tasks") + 1])
+             for cmd in runs if "--name" in cmd and cmd[cmd.index("--name") + 1].startswith(sc.INIT)]
+    assert named == [(sc.INIT, "e5", "tatoeba,flores")] + [
+        (f"{sc.INIT}-s{s}", str(tmp_path / f"infoxlm-init-s{s}" / "steps" / "step-0000000"), "heldout") for s in (0, 1)]
+    table = {(f"{sc.INIT}-s{s}", "heldout"): (80.0 + 2 * s, 12, "best (no dev)", 12) for s in (0, 1)}
+    for s in (0, 1):
+        table[(f"infoxlm-init-s{s}", "heldout")] = (90.0, 8, "best (no dev)", 8)
+        table[(f"mlm+tlm-init-s{s}", "heldout")] = (70.0, 6, "best (no dev)", 6)
+    args = argparse.Namespace(seeds="0,1", steps=3, budget=300.0, size="tiny", max_eval=300, init="e5/",
+                              out=str(tmp_path), report=str(tmp_path / "claims.md"), claims="init", curve=None)
+    text = load_bench("seed_claims").write_report(args, table, "cmd").read_text(encoding="utf-8")  # not patched
+    assert "| heldout | 90.0 ± 0.0 † | 70.0 ± 0.0 † | 81.0 ± 1.4 † (the init model) | — | — | +20.0 | ✓ | 8 / 6 |" in text
