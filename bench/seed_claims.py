@@ -132,8 +132,12 @@ def train(variant, seed: int, args, earlier=()) -> Path:
     differ in their pieces' scores and ids; it also saves the tokenizer's few CPU-minutes a model."""
     label, preset, sets = variant
     out = Path(args.out) / f"{label}-s{seed}"
-    if trained(out):
-        return out  # trained already (resume-aware)
+    if trained(out):  # trained already (resume-aware) -- by this variant's settings, not an older meaning of its label
+        differs = settings_differ(out, preset, args, [f"train.seed={seed}", *args.set, *sets])
+        if differs:
+            sys.exit(f"seed_claims: {out} holds a finished model trained with other settings than {label}'s "
+                     f"({differs}); move it away or choose another --out")
+        return out
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", preset, "--size", args.size, "--out", str(out),
            "--set", f"train.seed={seed}"]
     for other in earlier if not label.endswith("-init") else ():  # an init run keeps the init model's tokenizer
@@ -157,6 +161,28 @@ def train(variant, seed: int, args, earlier=()) -> Path:
         cmd += ["--data", args.data]
     sh(cmd, log_file(args, "train", seed))
     return out
+
+
+def settings_differ(out: Path, preset: str, args, sets: list[str]) -> str | None:
+    """What a finished run's saved config holds otherwise than the variant would train (its objectives, its relative
+    position bias, its seed), or None. A label can change meaning between versions of this script (``xlm-e-init``
+    had no bias before the init could take one): reusing such a model would put it into the wrong claim."""
+    import json
+
+    from xeval.engine.config import load_config
+
+    saved = json.loads((out / "xeval_pretrain.json").read_text(encoding="utf-8")).get("config") or {}
+    want = load_config(preset, args.size, sets)
+    found = []
+    if saved.get("objectives") != want.objectives:
+        found.append(f"objectives {sorted(saved.get('objectives') or {})} against {sorted(want.objectives)}")
+    bias = ((saved.get("model") or {}).get("relative_attention") or "none",
+            want.model.get("relative_attention") or "none")
+    if bias[0] != bias[1]:
+        found.append(f"relative_attention {bias[0]} against {bias[1]}")
+    if (saved.get("train") or {}).get("seed") != want.train.seed:
+        found.append(f"train.seed {(saved.get('train') or {}).get('seed')} against {want.train.seed}")
+    return "; ".join(found) or None
 
 
 def log_file(args, kind: str, seed: int | None = None) -> Path:

@@ -324,3 +324,28 @@ def test_the_init_models_held_out_score_comes_from_each_seeds_first_continued_ru
                               out=str(tmp_path), report=str(tmp_path / "claims.md"), claims="init", curve=None)
     text = load_bench("seed_claims").write_report(args, table, "cmd").read_text(encoding="utf-8")  # not patched
     assert "| heldout | 90.0 ± 0.0 † | 70.0 ± 0.0 † | 81.0 ± 1.4 † (the init model) | — | — | +20.0 | ✓ | 8 / 6 |" in text
+
+
+def test_a_finished_model_is_reused_only_if_it_was_trained_with_the_variants_settings(tmp_path, monkeypatch):
+    """``xlm-e-init`` had no relative bias before an init could take one: a model left by that version must not
+    enter today's claims under the same label."""
+    import json
+
+    sc = load_bench("seed_claims")
+    calls = []
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    args = argparse.Namespace(size="tiny", steps=300, budget=300.0, init="e5/", data=None, out=str(tmp_path),
+                              set=["objectives.xlco.queue_size=128"])
+    out = tmp_path / "xlm-e-init-s0"
+    out.mkdir()
+    (out / "model.safetensors").write_text("")
+    from xeval.engine.config import load_config
+
+    objectives = load_config("xlm-e", "tiny", ["objectives.xlco=null"]).objectives  # MRTD + TRTD, as today's
+    old = {"config": {"model": {"init": "e5/"}, "objectives": objectives, "train": {"seed": 0}}, "last": {"step": 300}}
+    (out / "xeval_pretrain.json").write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="relative_attention none against gated"):
+        sc.train(sc.XLM_E_INIT, 0, args)
+    old["config"]["model"]["relative_attention"] = "gated"
+    (out / "xeval_pretrain.json").write_text(json.dumps(old))
+    assert sc.train(sc.XLM_E_INIT, 0, args) == out and calls == []  # the same settings: reused, nothing trained
