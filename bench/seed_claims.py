@@ -43,7 +43,8 @@ seconds. Every score is shown beside both floors: the random-init control and th
 ``--jobs 2`` trains and probes two seeds side by side (one thread each: on a 2-core machine the pair takes about
 the time of one seed), each seed's commands logged to its own ``train-s<seed>.log`` / ``eval-s<seed>.log``.
 
-Every run is resume-aware (a finished model is reused, one stopped part-way continues from its last saved state with
+Every run is resume-aware (a finished model is reused -- if its saved objectives, relative bias and seed are the
+variant's, else the sweep stops with one line --, one stopped part-way continues from its last saved state with
 ``xeval pretrain --resume``, stored probe units are skipped), so a stopped sweep continues where it was. A small
 model may fail to show an effect: the table then says so with the numbers.
 """
