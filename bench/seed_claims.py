@@ -26,7 +26,8 @@ beside the init's absolute positions, its table starting at zero, so the model s
 reference is the init model itself (evaluated once as
 ``init``; its held-out score, per seed, from that seed's first continued run's step 0, which is the init model
 (equal hidden states, tested) and carries the run's data settings -- the held-out sample depends on the seed --,
-so ``train.export_every`` must be set for it), not random weights; it is no floor -- continued pre-training with a fresh MLM head can lower it -- so
+so ``train.export_every`` must be set for it), not random weights; it is no floor -- continued pre-training with
+a fresh MLM head can lower it -- so
 these claims are read where their baseline clears the char n-gram baseline, and the table shows how far each
 continued model moved from its init.
 
@@ -136,7 +137,7 @@ def train(variant, seed: int, args, earlier=()) -> Path:
     if trained(out):  # trained already (resume-aware) -- by this variant's settings, not an older meaning of its label
         differs = settings_differ(out, preset, args, [f"train.seed={seed}", *args.set, *sets])
         if differs:
-            sys.exit(f"seed_claims: {out} holds a finished model trained with other settings than {label}'s "
+            sys.exit(f"seed_claims: {out} holds a finished model that is not {label} as this sweep trains it "
                      f"({differs}); move it away or choose another --out")
         return out
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", preset, "--size", args.size, "--out", str(out),
@@ -167,23 +168,25 @@ def train(variant, seed: int, args, earlier=()) -> Path:
 def settings_differ(out: Path, preset: str, args, sets: list[str]) -> str | None:
     """What a finished run's saved config holds otherwise than the variant would train (its objectives, its relative
     position bias, its seed), or None. A label can change meaning between versions of this script (``xlm-e-init``
-    had no bias before the init could take one): reusing such a model would put it into the wrong claim."""
+    had no bias before the init could take one): reusing such a model would put it into the wrong claim. Both sides
+    go through ``PretrainConfig``, as ``--resume`` compares them, so a key added since compares as its default."""
     import json
 
-    from xeval.engine.config import load_config
+    from xeval.base.errors import UserError
+    from xeval.engine.config import PretrainConfig, config_diff, load_config
 
-    saved = json.loads((out / "xeval_pretrain.json").read_text(encoding="utf-8")).get("config") or {}
-    want = load_config(preset, args.size, sets)
-    found = []
-    if saved.get("objectives") != want.objectives:
-        found.append(f"objectives {sorted(saved.get('objectives') or {})} against {sorted(want.objectives)}")
-    bias = ((saved.get("model") or {}).get("relative_attention") or "none",
-            want.model.get("relative_attention") or "none")
-    if bias[0] != bias[1]:
-        found.append(f"relative_attention {bias[0]} against {bias[1]}")
-    if (saved.get("train") or {}).get("seed") != want.train.seed:
-        found.append(f"train.seed {(saved.get('train') or {}).get('seed')} against {want.train.seed}")
-    return "; ".join(found) or None
+    card = out / "xeval_pretrain.json"
+    try:
+        saved = PretrainConfig.from_dict(json.loads(card.read_text(encoding="utf-8"))["config"], str(card)).to_dict()
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, UserError) as err:  # edited or cut short
+        return f"its xeval_pretrain.json is unreadable: {type(err).__name__} {str(err).splitlines()[0] if str(err) else ''}"
+    want = load_config(preset, args.size, sets).to_dict()
+
+    def deciding(c: dict) -> dict:  # the init's shape and the budget settings may differ; these may not
+        return json.loads(json.dumps({"objectives": c["objectives"], "train": {"seed": c["train"]["seed"]},
+                                      "model": {"relative_attention": c["model"].get("relative_attention", "none")}}))
+
+    return config_diff(deciding(saved), deciding(want)) or None
 
 
 def log_file(args, kind: str, seed: int | None = None) -> Path:
@@ -245,11 +248,13 @@ def scores(runs: Path) -> dict:
     for r in records:
         if not r.unit.model.startswith("charngram@"):
             langs.setdefault((r.unit.task, r.unit.split), {}).setdefault(r.unit.model, set()).add(r.unit.lang)
-    probed = {(model, task) for (task, _), by_model in langs.items() for model in by_model}
+    probed: dict = {}  # task -> every model with a record of it, whatever the split
+    for (task, _), by_model in langs.items():
+        probed.setdefault(task, set()).update(by_model)
     missing: dict = {}
     for (task, split), by_model in langs.items():
         most = max(len(v) for v in by_model.values())
-        for model in sorted(m for m, t in probed if t == task):
+        for model in sorted(probed[task]):
             have = len(by_model.get(model, ()))  # none at all: a split the run never reached
             if have < most and not (split == "dev" and have == 0):  # no selection split at all: † says so
                 missing.setdefault((model, task), []).append(f"{split} {have} of {most} languages")

@@ -331,6 +331,8 @@ def test_a_finished_model_is_reused_only_if_it_was_trained_with_the_variants_set
     enter today's claims under the same label."""
     import json
 
+    from xeval.engine.config import load_config
+
     sc = load_bench("seed_claims")
     calls = []
     monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
@@ -339,13 +341,14 @@ def test_a_finished_model_is_reused_only_if_it_was_trained_with_the_variants_set
     out = tmp_path / "xlm-e-init-s0"
     out.mkdir()
     (out / "model.safetensors").write_text("")
-    from xeval.engine.config import load_config
-
-    objectives = load_config("xlm-e", "tiny", ["objectives.xlco=null"]).objectives  # MRTD + TRTD, as today's
-    old = {"config": {"model": {"init": "e5/"}, "objectives": objectives, "train": {"seed": 0}}, "last": {"step": 300}}
-    (out / "xeval_pretrain.json").write_text(json.dumps(old))
-    with pytest.raises(SystemExit, match="relative_attention none against gated"):
+    # the card the earlier version wrote: MRTD + TRTD as today's, seed 0, but no relative bias
+    old = load_config("xlm-e", "tiny", ["objectives.xlco=null", "train.seed=0", "model.relative_attention=none"])
+    (out / "xeval_pretrain.json").write_text(json.dumps({"config": old.to_dict(), "last": {"step": 300}}))
+    with pytest.raises(SystemExit, match="model.relative_attention 'none' -> 'gated'"):
         sc.train(sc.XLM_E_INIT, 0, args)
-    old["config"]["model"]["relative_attention"] = "gated"
-    (out / "xeval_pretrain.json").write_text(json.dumps(old))
+    today = load_config("xlm-e", "tiny", ["objectives.xlco=null", "train.seed=0", "train.lr=5e-5"])  # lr: not deciding
+    (out / "xeval_pretrain.json").write_text(json.dumps({"config": today.to_dict(), "last": {"step": 300}}))
     assert sc.train(sc.XLM_E_INIT, 0, args) == out and calls == []  # the same settings: reused, nothing trained
+    (out / "xeval_pretrain.json").write_text('{"last": {"step": 300}}')  # a card edited by hand: one line, no reuse
+    with pytest.raises(SystemExit, match="xeval_pretrain.json is unreadable: KeyError"):
+        sc.train(sc.XLM_E_INIT, 0, args)
