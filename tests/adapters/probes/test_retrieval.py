@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xeval.adapters.probes.mining import best_threshold, pair_scores, ratio_margin_candidates, unify
+from xeval.adapters.probes.mining import (
+    best_threshold,
+    held_out_threshold_scores,
+    pair_scores,
+    ratio_margin_candidates,
+    unify,
+)
 from xeval.adapters.probes.retrieval import bidirectional_scores, l2_normalize, search, top1
 from xeval.metrics.bucc import bucc_scores
 
@@ -70,6 +76,22 @@ def test_threshold_and_f1():
     predicted = [(s, t) for s, t, score in cands if score >= th]
     assert pair_scores(predicted, gold) == pytest.approx(bucc_scores(gold, predicted))
     assert pair_scores(predicted, gold)["f1"] == pytest.approx(100 * 6 / 7)
+
+
+def test_held_out_threshold_cuts_each_half_at_the_other_halfs_threshold():
+    # Sources in sorted order a b c d x y alternate halves: a c x in half 0, b d y in half 1.
+    gold = {("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")}
+    cands = [("a", "1", 1.9), ("x", "7", 1.8), ("b", "2", 1.7), ("c", "3", 1.6), ("y", "8", 1.5), ("d", "4", 1.4)]
+    # tuned on the whole gold: F1 after 1..6 candidates .4, .333, .571, .75, .667, .8 -> keep all six, F1 80
+    assert best_threshold(cands, gold) == pytest.approx(1.4)
+    # half 0 (a ok, x wrong, c ok): F1 .667, .5, .8 -> threshold 1.6; half 1 (b ok, y wrong, d ok): the same -> 1.4.
+    # Half 1 cut at 1.6 keeps b; half 0 cut at 1.4 keeps a, x, c: 3 of 4 predictions right, 3 of 4 gold found.
+    scores = held_out_threshold_scores(cands, gold, ["y", "x", "d", "c", "b", "a"])
+    assert scores["thresholds_held_out"] == pytest.approx([1.6, 1.4])
+    assert scores["f1_held_out"] == pytest.approx(75.0)
+    assert scores["precision_held_out"] == pytest.approx(75.0) and scores["recall_held_out"] == pytest.approx(75.0)
+    # a half without a gold pair has no threshold to tune: no held-out score
+    assert held_out_threshold_scores(cands, {("a", "1"), ("c", "3")}, list("abcdxy")) is None
 
 
 def test_unify_drops_ambiguous_ids():
