@@ -110,6 +110,15 @@ def test_probes_best_layer_tatoeba_mean_and_aer(results):
     assert aer.best_mask().columns.tolist() == ["de-en", "avg"]
 
 
+def test_held_out_f1_is_never_taken_for_a_refinement_of_f1():
+    # f1 == f1_held_out in every row (a control at 0, a threshold that happens to transfer): both stay, with the note
+    records = [rec(A, "bucc", "zh", {"f1": 0.0, "f1_held_out": 0.0, "precision": 0.0}, layer=8, split="dev")]
+    table = _table(language_tables(Results(records, layer=8)), "languages:bucc")
+    assert list(table.mean.loc["alpha · L8"].index) == ["f1", "f1_held_out", "precision"]
+    assert not any("left out" in note for note in table.notes)
+    assert any(note.startswith("f1_held_out = F1 with each half") for note in table.notes)
+
+
 def test_fixed_layer_and_unknown_layer():
     records = probe_records(A)
     table = _table(language_tables(Results(records, layer=0)), "languages:tatoeba").mean

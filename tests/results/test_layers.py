@@ -124,7 +124,7 @@ def test_bucc_test_is_mined_with_the_dev_threshold(tiny_encoder, tmp_path):
     for layer in (0, 2):
         assert dev[layer].metrics and dev[layer].extra["threshold_from"] == "dev gold (this corpus)"
         # the dev record's held-out-threshold estimate (both halves of zh-dev-0..4 hold gold pairs)
-        assert {"f1_held_out", "precision_held_out", "recall_held_out"} <= set(dev[layer].metrics)
+        assert "f1_held_out" in dev[layer].metrics and "recall_held_out" in dev[layer].extra
         assert len(dev[layer].extra["thresholds_held_out"]) == 2
         assert test[layer].extra["threshold"] == dev[layer].extra["threshold"]  # the dev threshold, not re-tuned
         assert test[layer].extra["threshold_from"] == "dev (same language and layer)"

@@ -173,9 +173,9 @@ def run(card, langs, ctx) -> list:
             extra = {"threshold": threshold, "threshold_from": "dev gold (this corpus)" if on_dev else
                      "dev (same language and layer)", "n_predicted": len(predicted), "n_src": len(corpus.src),
                      "n_tgt": len(corpus.tgt)}
-            if held_out is not None:
-                metrics = {**metrics, **{k: v for k, v in held_out.items() if k != "thresholds_held_out"}}
-                extra["thresholds_held_out"] = held_out["thresholds_held_out"]
+            if held_out is not None:  # the F1 beside the official one; its precision, recall, thresholds in extra
+                metrics = {**metrics, "f1_held_out": held_out.pop("f1_held_out")}
+                extra.update(held_out)
             if not corpus.gold:
                 extra.update(unscored.extra("no gold pairs for this corpus (XTREME withholds the test gold)"))
             yield probes.LayerResult(layer, metrics, len(corpus.gold) or len(corpus.src),
