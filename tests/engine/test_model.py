@@ -219,3 +219,31 @@ def test_export_verb_writes_a_stock_bert_with_the_same_hidden_states(tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pre_norm: true (BERT is post-LN)" in err[0], err
     assert not (tmp_path / "bert2").exists() and not (tmp_path / "bert2.partial").exists()
+
+
+@pytest.mark.parametrize("kind", ["gated", "plain"])
+def test_the_bias_leaves_every_other_initial_weight_as_without_it(kind):
+    """XLM-E's ablation compares a model with the relative position bias to one without, from the same seed: they
+    must start equal in everything they share (encoder and the heads built after it), or the comparison measures
+    other random draws too. The bias draws from a stream of its own (``bias_generator``)."""
+    from xeval.engine.objectives import PretrainModel
+    from xeval.engine.objectives.base import TokenInfo
+
+    tokens = TokenInfo(vocab_size=100, pad=1, bos=0, eos=2, unk=3, mask=99, first_normal=4)
+    objectives = {"mrtd": {}, "trtd": {}}
+    built = {}
+    for relative in (kind, "none"):
+        torch.manual_seed(3)
+        model = PretrainModel(tiny_config(relative_attention=relative), objectives, tokens)
+        built[relative] = (model.state_dict(), torch.rand(4))  # the global stream after the model: equal too
+    (with_bias, after_bias), (without, after) = built[kind], built["none"]
+    shared = set(with_bias) & set(without)
+    assert set(with_bias) - shared and shared == set(without)  # the bias's parameters are the only extra ones
+    assert any(k.startswith("heads.") for k in shared)
+    assert all(torch.equal(with_bias[k], without[k]) for k in shared)
+    assert torch.equal(after_bias, after)
+    # the bias itself is random (not zero) and reproducible from the seed
+    torch.manual_seed(3)
+    again = PretrainModel(tiny_config(relative_attention=kind), objectives, tokens).state_dict()
+    table = "encoder.relative.table.weight"
+    assert with_bias[table].abs().sum() > 0 and torch.equal(again[table], with_bias[table])

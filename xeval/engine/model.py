@@ -97,7 +97,9 @@ class RelativePositionBias(nn.Module):
         super().__init__()
         self.num_buckets = config.relative_buckets
         self.max_distance = config.relative_max_distance
-        self.table = nn.Embedding(config.relative_buckets, config.num_attention_heads)
+        with torch.random.fork_rng(devices=[]):  # built off the global stream (``bias_generator``)
+            self.table = nn.Embedding(config.relative_buckets, config.num_attention_heads)
+        self.table.relative_table = True
 
     def forward(self, length: int) -> torch.Tensor:
         pos = torch.arange(length, device=self.table.weight.device)
@@ -210,6 +212,9 @@ class Embeddings(nn.Module):
         return self.drop(self.norm(x))
 
 
+BIAS_SEED_SALT = 0x5EED_B1A5  # the relative position bias's stream: the global seed plus this
+
+
 class XevalPreTrainedModel(PreTrainedModel):
     config_class = XevalConfig
     config: XevalConfig
@@ -218,15 +223,28 @@ class XevalPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
     def _init_weights(self, module):
+        std = self.config.initializer_range
+        if getattr(module, "relative_table", False):
+            init.normal_(module.weight, mean=0.0, std=std, generator=self.bias_generator())
+            return
         super()._init_weights(module)  # normal(0, initializer_range) for Linear/Embedding, ones/zeros for norms
         if isinstance(module, SelfAttention) and module.gated:
-            init.normal_(module.gate_u, mean=0.0, std=self.config.initializer_range)
-            init.normal_(module.gate_v, mean=0.0, std=self.config.initializer_range)
+            init.normal_(module.gate_u, mean=0.0, std=std, generator=self.bias_generator())
+            init.normal_(module.gate_v, mean=0.0, std=std, generator=self.bias_generator())
             init.ones_(module.gate_w)
         if isinstance(module, nn.LayerNorm):  # LayerNorm's class name is not matched by the generic rule
             init.ones_(module.weight)
             if module.bias is not None:
                 init.zeros_(module.bias)
+
+    def bias_generator(self) -> torch.Generator:
+        """The relative position bias's own random stream (table and gates), seeded from the global seed
+        (``torch.manual_seed``, i.e. ``train.seed``) and never drawing from the global stream: a model with the bias
+        and one without it start from the same weights in everything they share, encoder and heads alike -- the
+        controlled pair that XLM-E's ablation of the bias needs."""
+        if getattr(self, "_bias_rng", None) is None:
+            self._bias_rng = torch.Generator().manual_seed((torch.initial_seed() + BIAS_SEED_SALT) % 2**63)
+        return self._bias_rng
 
 
 class XevalModel(XevalPreTrainedModel):
