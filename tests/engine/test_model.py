@@ -247,3 +247,12 @@ def test_the_bias_leaves_every_other_initial_weight_as_without_it(kind):
     again = PretrainModel(tiny_config(relative_attention=kind), objectives, tokens).state_dict()
     table = "encoder.relative.table.weight"
     assert with_bias[table].abs().sum() > 0 and torch.equal(again[table], with_bias[table])
+    # ELECTRA's generator is a model of its own: its bias is drawn apart from the encoder's, not a copy of it
+    assert not torch.equal(with_bias["heads.generator.relative.table.weight"], with_bias[table])
+    # a re-initialisation after the same seed draws the bias again as the first initialisation did
+    torch.manual_seed(3)
+    model = XevalModel(tiny_config(relative_attention=kind))
+    first = model.relative.table.weight.clone()
+    torch.manual_seed(3)
+    model.init_weights()
+    assert torch.equal(model.relative.table.weight, first)

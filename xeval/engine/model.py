@@ -97,8 +97,9 @@ class RelativePositionBias(nn.Module):
         super().__init__()
         self.num_buckets = config.relative_buckets
         self.max_distance = config.relative_max_distance
-        with torch.random.fork_rng(devices=[]):  # built off the global stream (``bias_generator``)
-            self.table = nn.Embedding(config.relative_buckets, config.num_attention_heads)
+        # built from zeros, drawing nothing from the global stream; ``_init_weights`` fills it (``bias_generator``)
+        zeros = torch.zeros(config.relative_buckets, config.num_attention_heads)
+        self.table = nn.Embedding(config.relative_buckets, config.num_attention_heads, _weight=zeros)
         self.table.relative_table = True
 
     def forward(self, length: int) -> torch.Tensor:
@@ -212,7 +213,7 @@ class Embeddings(nn.Module):
         return self.drop(self.norm(x))
 
 
-BIAS_SEED_SALT = 0x5EED_B1A5  # the relative position bias's stream: the global seed plus this
+BIAS_SEED_SALT = 0x5EED_B1A5  # the relative position bias's stream: the global seed plus this (and its model's)
 
 
 class XevalPreTrainedModel(PreTrainedModel):
@@ -222,37 +223,47 @@ class XevalPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     _supports_sdpa = True
 
+    bias_stream = 0  # which model of a run this is, for the bias's stream (ELECTRA's generator: 1)
+
+    def initialize_weights(self):
+        self._bias_rngs = {}  # a re-initialisation after torch.manual_seed(s) draws the bias again as the first did
+        super().initialize_weights()
+
     def _init_weights(self, module):
         std = self.config.initializer_range
         if getattr(module, "relative_table", False):
-            init.normal_(module.weight, mean=0.0, std=std, generator=self.bias_generator())
+            init.normal_(module.weight, mean=0.0, std=std, generator=self.bias_generator(module.weight))
             return
         super()._init_weights(module)  # normal(0, initializer_range) for Linear/Embedding, ones/zeros for norms
         if isinstance(module, SelfAttention) and module.gated:
-            init.normal_(module.gate_u, mean=0.0, std=std, generator=self.bias_generator())
-            init.normal_(module.gate_v, mean=0.0, std=std, generator=self.bias_generator())
+            init.normal_(module.gate_u, mean=0.0, std=std, generator=self.bias_generator(module.gate_u))
+            init.normal_(module.gate_v, mean=0.0, std=std, generator=self.bias_generator(module.gate_v))
             init.ones_(module.gate_w)
         if isinstance(module, nn.LayerNorm):  # LayerNorm's class name is not matched by the generic rule
             init.ones_(module.weight)
             if module.bias is not None:
                 init.zeros_(module.bias)
 
-    def bias_generator(self) -> torch.Generator:
+    def bias_generator(self, tensor: torch.Tensor) -> torch.Generator:
         """The relative position bias's own random stream (table and gates), seeded from the global seed
-        (``torch.manual_seed``, i.e. ``train.seed``) and never drawing from the global stream: a model with the bias
-        and one without it start from the same weights in everything they share, encoder and heads alike -- the
-        controlled pair that XLM-E's ablation of the bias needs."""
-        if getattr(self, "_bias_rng", None) is None:
-            self._bias_rng = torch.Generator().manual_seed((torch.initial_seed() + BIAS_SEED_SALT) % 2**63)
-        return self._bias_rng
+        (``torch.manual_seed``, i.e. ``train.seed``) and ``bias_stream``, never drawing from the global stream: a
+        model with the bias and one without it start from the same weights in everything they share, encoder and
+        heads alike -- the controlled pair that XLM-E's ablation of the bias needs. One a device (meta: the CPU's)."""
+        device = torch.device("cpu") if tensor.device.type == "meta" else tensor.device
+        rngs = self.__dict__.setdefault("_bias_rngs", {})
+        if device not in rngs:
+            seed = (torch.initial_seed() + BIAS_SEED_SALT + 7919 * self.bias_stream) % 2**63
+            rngs[device] = torch.Generator(device=device).manual_seed(seed)
+        return rngs[device]
 
 
 class XevalModel(XevalPreTrainedModel):
     """The encoder: embeddings, ``num_hidden_layers`` blocks, (pre-LN only) a final LayerNorm."""
 
-    def __init__(self, config: XevalConfig):
+    def __init__(self, config: XevalConfig, bias_stream: int = 0):
         super().__init__(config)
         config.check()
+        self.bias_stream = bias_stream
         self.embeddings = Embeddings(config)
         self.relative = RelativePositionBias(config) if config.relative_attention != "none" else None
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))

@@ -90,8 +90,10 @@ def test_held_out_threshold_cuts_each_half_at_the_other_halfs_threshold():
     assert scores["thresholds_held_out"] == pytest.approx([1.6, 1.4])
     assert scores["f1_held_out"] == pytest.approx(75.0)
     assert scores["precision_held_out"] == pytest.approx(75.0) and scores["recall_held_out"] == pytest.approx(75.0)
-    # a half without a gold pair has no threshold to tune: no held-out score
+    # a half without a gold pair, or whose gold pairs were not mined, has no threshold to tune: no held-out score
     assert held_out_threshold_scores(cands, {("a", "1"), ("c", "3")}, list("abcdxy")) is None
+    assert held_out_threshold_scores(cands, gold | {("z", "5")}, list("abcdxyz")) is not None  # z: half 0, unmined
+    assert held_out_threshold_scores(cands, {("a", "1"), ("b", "9")}, list("abcdxy")) is None  # b's pair not mined
 
 
 def test_unify_drops_ambiguous_ids():

@@ -23,7 +23,8 @@ optimistic by construction. A dev record therefore also carries ``f1_held_out``:
 two halves (alternately, in sorted id order), each half's candidates are cut at the threshold tuned on the *other*
 half's gold, and the pooled predictions are scored against the whole gold. It estimates what XTREME's protocol
 (a threshold carried from dev to an unseen corpus) gives, without tuning on the pairs it scores; the gap to ``f1``
-is the tuning's optimism. Not part of XTREME: xeval's addition, stored beside the official number.
+is (usually) the tuning's optimism. Not part of XTREME: xeval's addition, stored beside the official number. It is
+left out where a half has no mined gold pair (nothing to tune a threshold on).
 """
 
 from __future__ import annotations
@@ -81,11 +82,12 @@ def best_threshold(candidates: list[tuple[str, str, float]], gold: set[tuple[str
 def held_out_threshold_scores(candidates: list[tuple[str, str, float]], gold: set[tuple[str, str]],
                                source_ids) -> dict[str, float] | None:
     """Scores of the two-fold threshold (module docstring): ``f1_held_out`` with its precision and recall, and the
-    two thresholds; None when a half has no gold pair (no threshold can be tuned on it)."""
+    two thresholds; None when a half has no correct candidate, so no threshold can be tuned on it (its gold is
+    empty, or no gold pair was mined: ``best_threshold`` would fall back to 0 and keep everything)."""
     fold = {sid: i % 2 for i, sid in enumerate(sorted(source_ids))}
     halves = [[c for c in candidates if fold.get(c[0]) == f] for f in (0, 1)]
     gold_halves = [{g for g in gold if fold.get(g[0]) == f} for f in (0, 1)]
-    if not all(gold_halves):
+    if not all(any((s, t) in gold_halves[f] for s, t, _ in halves[f]) for f in (0, 1)):
         return None
     thresholds = [best_threshold(halves[f], gold_halves[f]) for f in (0, 1)]
     predicted = [(s, t) for f in (0, 1) for s, t, score in halves[1 - f] if score >= thresholds[f]]
@@ -148,7 +150,8 @@ def run(card, langs, ctx) -> list:
                  "exact sparse inner product (the same ranking)",
         "threshold": "tuned on the dev gold, applied to test at the same layer (XTREME's protocol)",
         "held_out_threshold": "dev: f1_held_out, each half of the source sentences cut at the other half's tuned "
-                              "threshold (alternate ids in sorted order; xeval's addition)",
+                              "threshold (alternate ids in sorted order; none where a half has no mined gold pair; "
+                              "xeval's addition)",
     }
     tuned: dict[tuple[str, int], float] = {}  # (language, layer) -> dev threshold, from this run
 

@@ -64,7 +64,7 @@ class MRTD(Objective):
             gen_cfg = copy.deepcopy(enc_cfg)
             gen_cfg.num_hidden_layers = int(self.cfg.get("generator_layers", max(1, enc_cfg.num_hidden_layers // 3)))
             gen_cfg.intermediate_size = int(self.cfg.get("generator_ffn", enc_cfg.intermediate_size))
-            generator = XevalModel(gen_cfg)
+            generator = XevalModel(gen_cfg, bias_stream=1)  # its bias drawn apart from the encoder's
             generator.embeddings = owner.encoder.embeddings  # shared: tokens, positions, embedding LayerNorm
             owner.heads["generator"] = generator
             owner.heads["generator_mlm"] = MLMHead(gen_cfg, owner.encoder.embeddings.tokens)

@@ -15,7 +15,7 @@ from xeval.report.tables.base import AVG, Results, Table, control_note, order_la
 HELD_OUT = "_held_out"
 HELD_OUT_NOTE = ("f1_held_out = F1 with each half of the source sentences cut at the threshold tuned on the other "
                  "half's gold (xeval's addition, not XTREME's number); f1 tunes it on the gold it scores, so "
-                 "f1 − f1_held_out is that tuning's optimism")
+                 "f1 − f1_held_out is (usually) that tuning's optimism")
 
 
 def _seed_average_std(long: pd.DataFrame, langs: list[str]) -> float:
