@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -139,6 +140,7 @@ def train(variant, seed: int, args, earlier=()) -> Path:
         if differs:
             sys.exit(f"seed_claims: {out} holds a finished model that is not {label} as this sweep trains it "
                      f"({differs}); move it away or choose another --out")
+        drop_state(out)
         return out
     cmd = [sys.executable, "-m", "xeval", "pretrain", "--config", preset, "--size", args.size, "--out", str(out),
            "--set", f"train.seed={seed}"]
@@ -162,7 +164,16 @@ def train(variant, seed: int, args, earlier=()) -> Path:
     if args.data:
         cmd += ["--data", args.data]
     sh(cmd, log_file(args, "train", seed))
+    drop_state(out)
     return out
+
+
+def drop_state(out: Path) -> None:
+    """Remove a finished run's training state: it only serves ``--resume``, which a finished run never needs, and
+    from an e5-sized init it is ~3 GB a model (weights and AdamW moments) -- a three-seed sweep filled the disk with
+    them (2026-12-08). A run stopped part-way keeps its state."""
+    if trained(out):
+        shutil.rmtree(out / "state", ignore_errors=True)
 
 
 def settings_differ(out: Path, preset: str, args, sets: list[str]) -> str | None:
@@ -203,7 +214,8 @@ def evaluate(model: Path, args, controls: str = "random-init,charngram", name: s
         tasks = [t for t in tasks if t != "heldout"]
     cmd = [sys.executable, "-m", "xeval", "run", "--model", str(model), "--suite", "engine", "--tasks",
            ",".join(tasks), "--layers", "all", "--threads", "1", "--device", "cpu",
-           "--out", str(Path(args.out) / "runs"), "--max-eval", str(args.max_eval)]
+           "--out", str(Path(args.out) / "runs"), "--max-eval", str(args.max_eval),
+           "--no-cache"]  # each model is probed once: its cached vectors (~1.5 GB from e5's size) are never read again
     if controls:
         cmd += ["--control", controls]
     if name:

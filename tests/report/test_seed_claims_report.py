@@ -152,6 +152,38 @@ def test_a_model_stopped_part_way_continues_with_resume(tmp_path, monkeypatch):
     sc.train(sc.INIT_CLAIM[1], 2, args)
     sc.train(sc.INIT_CLAIM[2], 2, args)
     assert "--resume" in calls[0] and "--resume" not in calls[1]
+    assert (tmp_path / "infoxlm-init-s2" / "state" / "latest").is_file()  # not finished: its state stays
+
+
+def test_a_finished_model_drops_its_training_state_and_probes_skip_the_cache(tmp_path, monkeypatch):
+    """At e5's size a run's state (weights and AdamW moments) is ~3 GB and its probes' cached vectors ~1.5 GB; a
+    three-seed sweep filled the disk with them. A finished run never resumes and each model is probed once."""
+    import json
+
+    from xeval.engine.config import load_config
+
+    sc = load_bench("seed_claims")
+    calls = []
+    args = argparse.Namespace(size="tiny", steps=300, budget=300.0, init="e5/", set=[], data=None, max_eval=300,
+                              out=str(tmp_path))
+    out = tmp_path / "infoxlm-init-s2"
+
+    def pretrain(cmd, log):  # what xeval pretrain leaves: the model, a finished card, and its last state
+        calls.append(cmd)
+        (out / "state" / "step-0000300").mkdir(parents=True)
+        (out / "state" / "latest").write_text("step-0000300\n", encoding="utf-8")
+        (out / "model.safetensors").write_text("")
+        config = load_config("infoxlm", "tiny", ["train.seed=2"]).to_dict()
+        (out / "xeval_pretrain.json").write_text(json.dumps({"config": config, "finished": True}))
+
+    monkeypatch.setattr(sc, "sh", pretrain)
+    assert sc.train(sc.INIT_CLAIM[1], 2, args) == out and sc.trained(out)
+    assert not (out / "state").exists() and (out / "model.safetensors").is_file()
+    (out / "state").mkdir()  # a finished model of an older sweep that kept its state: dropped when it is reused
+    assert sc.train(sc.INIT_CLAIM[1], 2, args) == out and len(calls) == 1 and not (out / "state").exists()
+    monkeypatch.setattr(sc, "sh", lambda cmd, log: calls.append(cmd))
+    sc.evaluate(out, args)
+    assert "--no-cache" in calls[-1]
 
 
 def test_jobs_run_seeds_side_by_side_each_logged_apart(tmp_path, monkeypatch):
